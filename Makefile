@@ -1,0 +1,189 @@
+# libtrack: top-level build.
+#
+#   make            library and tools (host)
+#   make check      every test: host unit and shell tests, then the VM tests
+#   make demo       boot the patched kernel in QEMU and run the main jobs
+#   make kernel     the patched test kernel (cached outside the repo)
+#   make initramfs  the VM's initramfs (tools, selftests, module, dmsetup)
+#   make bench      benchmarks; results go to docs/benchmarks.md
+#   make install    PREFIX=/usr/local DESTDIR=
+#
+# Everything is built under build/; the kernel under $(LIBTRACK_CACHE).
+
+VERSION		:= 1.0.0
+SOVERSION	:= 1
+
+PREFIX		?= /usr/local
+BINDIR		?= $(PREFIX)/bin
+LIBDIR		?= $(PREFIX)/lib
+INCLUDEDIR	?= $(PREFIX)/include
+MANDIR		?= $(PREFIX)/share/man
+PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
+DESTDIR		?=
+
+LIBTRACK_CACHE	?= $(HOME)/.cache/libtrack
+export LIBTRACK_CACHE
+
+B		:= build
+CC		?= cc
+AR		?= ar
+PKG_CONFIG	?= pkg-config
+CFLAGS		?= -O2 -g
+WARNFLAGS	:= -std=c11 -Wall -Wextra -Werror -Wshadow -Wformat=2 \
+		   -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
+BASEFLAGS	:= -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibtrack/include \
+		   $(WARNFLAGS)
+
+DEP_PKGS	:= libmnl devmapper zlib
+DEP_CFLAGS	 = $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS))
+DEP_LIBS	 = $(shell $(PKG_CONFIG) --libs $(DEP_PKGS))
+
+LIB_SRCS	:= $(sort $(wildcard libtrack/src/*.c))
+LIB_OBJS	:= $(LIB_SRCS:libtrack/src/%.c=$(B)/libtrack/%.o)
+LIB_HDRS	:= $(wildcard libtrack/include/*.h libtrack/include/libtrack/*.h)
+LIB_SO		:= $(B)/lib/libtrack.so.$(VERSION)
+LIB_A		:= $(B)/lib/libtrack.a
+
+TOOL_SRCS	:= $(sort $(wildcard tools/*.c))
+TOOL_UTIL_SRCS	:= $(sort $(wildcard tools/util/*.c))
+TOOL_UTIL_OBJS	:= $(TOOL_UTIL_SRCS:tools/util/%.c=$(B)/tools/util/%.o)
+TOOLS		:= $(TOOL_SRCS:tools/%.c=$(B)/bin/%)
+
+TEST_SRCS	:= $(sort $(wildcard tests/test_*.c))
+TESTS		:= $(TEST_SRCS:tests/%.c=$(B)/tests/%)
+EXAMPLE_SRCS	:= $(sort $(wildcard examples/*.c))
+EXAMPLES	:= $(EXAMPLE_SRCS:examples/%.c=$(B)/examples/%)
+
+DEPS_STAMP	:= $(B)/.deps-ok
+
+.PHONY: all lib tools tests examples deps kernel module selftests initramfs \
+	check check-host check-vm demo bench install uninstall clean \
+	dm-track-patch
+
+all: lib tools
+
+$(DEPS_STAMP): scripts/deps.sh
+	@scripts/deps.sh
+	@mkdir -p $(@D) && touch $@
+
+deps: $(DEPS_STAMP)
+
+lib: $(DEPS_STAMP) $(LIB_SO) $(LIB_A)
+
+tools: $(DEPS_STAMP) $(TOOLS)
+
+tests: $(DEPS_STAMP) $(TESTS)
+
+examples: $(EXAMPLES)
+
+# --- the library ---------------------------------------------------------
+
+$(B)/libtrack/%.o: libtrack/src/%.c $(LIB_HDRS) libtrack/src/*.h | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(DEP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
+		-c -o $@ $<
+
+$(LIB_SO): $(LIB_OBJS) libtrack/libtrack.map
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -shared -o $@ $(LIB_OBJS) \
+		-Wl,-soname,libtrack.so.$(SOVERSION) \
+		-Wl,--version-script=libtrack/libtrack.map -Wl,-z,defs \
+		$(LDFLAGS) $(DEP_LIBS)
+	ln -sf libtrack.so.$(VERSION) $(B)/lib/libtrack.so.$(SOVERSION)
+	ln -sf libtrack.so.$(SOVERSION) $(B)/lib/libtrack.so
+
+$(LIB_A): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+# --- tools: each tools/NAME.c is one program, linked with libtrack.a ------
+
+$(B)/tools/util/%.o: tools/util/%.c tools/util/*.h $(LIB_HDRS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -Itools/util $(CFLAGS) -c -o $@ $<
+
+$(B)/bin/%: tools/%.c $(LIB_A) $(TOOL_UTIL_OBJS) $(wildcard tools/util/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -Itools/util $(CFLAGS) -o $@ $< $(TOOL_UTIL_OBJS) \
+		$(LIB_A) $(LDFLAGS) $(DEP_LIBS)
+
+# --- host unit tests (cmocka) --------------------------------------------
+
+$(B)/tests/%: tests/%.c $(LIB_A) $(wildcard tests/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -Ilibtrack/src -Itests $(CFLAGS) -o $@ $< \
+		$(shell sed -n 's,^/\* wrap: \(.*\) \*/$$,\1,p' $<) \
+		$(LIB_A) $(LDFLAGS) $(DEP_LIBS) -lcmocka
+
+$(B)/examples/%: examples/%.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(DEP_LIBS)
+
+# --- kernel, module, selftests, initramfs (for the VM) --------------------
+
+kernel: $(DEPS_STAMP)
+	scripts/kernel.sh
+
+module: kernel
+	scripts/module.sh
+
+selftests: kernel all
+	scripts/selftests.sh
+
+initramfs: module selftests all
+	scripts/initramfs.sh
+
+dm-track-patch:
+	scripts/gen-dm-track-patch.sh
+
+# --- tests and demo -------------------------------------------------------
+
+check: all tests examples
+	scripts/check.sh
+
+check-host: all tests examples
+	scripts/check.sh --host-only
+
+check-vm: all
+	scripts/check.sh --vm-only
+
+demo: initramfs
+	scripts/vm-run.sh --demo
+
+bench: all initramfs
+	bench/run.sh
+
+# --- install --------------------------------------------------------------
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/libtrack \
+		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libtrack.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtrack.so.$(SOVERSION)
+	ln -sf libtrack.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libtrack.so
+	install -m 644 libtrack/include/libtrack.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 libtrack/include/libtrack/*.h \
+		$(DESTDIR)$(INCLUDEDIR)/libtrack/
+	sed -e 's,@PREFIX@,$(PREFIX),' -e 's,@LIBDIR@,$(LIBDIR),' \
+	    -e 's,@INCLUDEDIR@,$(INCLUDEDIR),' -e 's,@VERSION@,$(VERSION),' \
+	    -e 's,@REQUIRES_PRIVATE@,$(DEP_PKGS),' -e 's,@LIBS_PRIVATE@,,' \
+	    libtrack/libtrack.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libtrack.pc
+	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -m 644 libtrack/man/*.3 $(DESTDIR)$(MANDIR)/man3/
+	if ls tools/man/*.1 >/dev/null 2>&1; then \
+		install -m 644 tools/man/*.1 $(DESTDIR)$(MANDIR)/man1/; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libtrack.* $(DESTDIR)$(PKGCONFIGDIR)/libtrack.pc
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/libtrack $(DESTDIR)$(INCLUDEDIR)/libtrack.h
+	for t in $(notdir $(TOOLS)); do rm -f $(DESTDIR)$(BINDIR)/$$t \
+		$(DESTDIR)$(MANDIR)/man1/$$t.1; done
+	for m in libtrack/man/*.3; do \
+		rm -f $(DESTDIR)$(MANDIR)/man3/$$(basename $$m); done
+
+clean:
+	rm -rf $(B)
+	if [ -f dm-track/Makefile ]; then $(MAKE) -C dm-track clean-local; fi

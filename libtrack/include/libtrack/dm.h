@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * track_dm_*: drive a dm-track device (the kernel target "track").
+ *
+ * Messages go through libdevmapper, dirty extents come over generic netlink
+ * (libmnl). All of it needs CAP_SYS_ADMIN.
+ */
+#ifndef LIBTRACK_DM_H
+#define LIBTRACK_DM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct track_dm;
+
+/* Which dirty set to read. */
+enum track_dm_set {
+	TRACK_DM_ACTIVE = 0,	/* blocks written in the current epoch */
+	TRACK_DM_FROZEN = 1,	/* blocks of the frozen epoch, being synced */
+};
+
+/* Persistence state of a device, from its status line. */
+enum track_dm_persist {
+	TRACK_DM_PERSIST_NONE = 0,	/* no metadata device: memory only */
+	TRACK_DM_PERSIST_OK = 1,	/* metadata device in use */
+	TRACK_DM_PERSIST_FAILED = 2,	/* metadata I/O failed; see the kernel log */
+};
+
+struct track_dm_status {
+	uint64_t block_size;	/* bytes per tracked block */
+	uint64_t nr_blocks;	/* blocks in the device */
+	uint64_t dirty_active;	/* dirty blocks in the active set */
+	uint64_t dirty_frozen;	/* dirty blocks in the frozen set */
+	uint64_t epoch;		/* the active epoch */
+	uint64_t frozen_epoch;	/* epoch of the frozen set, 0 if none */
+	uint64_t committed_epoch; /* the last committed epoch, 0 if none */
+	uint64_t mem_bytes;	/* memory the sets use */
+	enum track_dm_persist persist;
+	char track_id[40];	/* stable id of the tracking state (hex) */
+};
+
+/* What track_dm_create() puts into the table line. */
+struct track_dm_params {
+	const char *data_dev;	/* the device to track */
+	uint64_t offset;	/* start on data_dev, in 512-byte sectors */
+	uint64_t length;	/* length in sectors; 0 = to the end of data_dev */
+	uint32_t block_size;	/* bytes, a power of two; 0 = 4096 */
+	const char *metadata_dev; /* NULL = no persistence */
+	int clean;		/* start with nothing dirty (replica identical) */
+	const char *uuid;	/* dm uuid, or NULL */
+};
+
+/* Create a dm-track device NAME and resume it. */
+int track_dm_create(const char *name, const struct track_dm_params *p);
+
+/* Remove the device NAME (it must not be open). */
+int track_dm_remove(const char *name);
+
+/*
+ * Open the dm-track device with this dm name or uuid. Fails with -ENODEV if
+ * no such device exists and -EMEDIUMTYPE if it is not a dm-track device.
+ */
+int track_dm_open(const char *name, struct track_dm **dmp);
+
+/* Release a handle from track_dm_open(). */
+void track_dm_close(struct track_dm *dm);
+
+/* The dm name, dm uuid ("" if none) and /dev/mapper path of the device. */
+const char *track_dm_name(const struct track_dm *dm);
+const char *track_dm_uuid(const struct track_dm *dm);
+const char *track_dm_path(const struct track_dm *dm);
+
+/* Read the device's status line. */
+int track_dm_status(struct track_dm *dm, struct track_dm_status *st);
+
+/*
+ * Atomically move the active set into a frozen epoch (ORed into an existing
+ * frozen set that was never committed). *epoch receives the frozen epoch.
+ */
+int track_dm_freeze(struct track_dm *dm, uint64_t *epoch);
+
+/* Drop the frozen set after the replica confirmed it; -ESTALE if EPOCH
+ * is not the frozen epoch. */
+int track_dm_commit(struct track_dm *dm, uint64_t epoch);
+
+/* OR the frozen set back into the active one; -ESTALE as above. */
+int track_dm_abort(struct track_dm *dm, uint64_t epoch);
+
+/* Forget every dirty block, or mark every block dirty. */
+int track_dm_clear(struct track_dm *dm);
+int track_dm_mark_all(struct track_dm *dm);
+
+/*
+ * Call FN for each run of dirty blocks of SET, in block order. A non-zero
+ * return from FN stops the walk and is returned.
+ */
+typedef int (*track_extent_fn)(uint64_t first, uint64_t count, void *arg);
+int track_dm_for_each_extent(struct track_dm *dm, enum track_dm_set set,
+			     track_extent_fn fn, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBTRACK_DM_H */

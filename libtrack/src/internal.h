@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Helpers shared by libtrack's sources; never installed. */
+#ifndef LIBTRACK_INTERNAL_H
+#define LIBTRACK_INTERNAL_H
+
+#include <libtrack.h>
+
+/* Public symbols are exported explicitly; everything else stays hidden. */
+#define TRACK_EXPORT __attribute__((visibility("default")))
+
+#define TRACK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif /* LIBTRACK_INTERNAL_H */

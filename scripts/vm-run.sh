@@ -1,0 +1,152 @@
+#!/bin/bash
+# Boot the patched kernel in QEMU and run the VM tests (or the demo).
+#
+# Usage: scripts/vm-run.sh [--demo] [--boot NAME]... [--out DIR]
+#
+# The entries of build/selftests/tests.list are grouped by their boot column;
+# each boot is one QEMU run, in the order the boots first appear. The disks
+# (four virtio disks backed by sparse files) persist from one boot to the
+# next within a run, so a test can crash the VM in one boot and check what
+# survived in the next. Boots named demo* run only with --demo, and then
+# their output is shown as it comes.
+#
+# Writes DIR/vm.tap (every boot's results, KTAP) and DIR/console-BOOT.log.
+# Exit status: 0 when every entry passed or skipped, 1 otherwise.
+#
+# Environment:
+#   LIBTRACK_KVM=1     use KVM instead of TCG (never required)
+#   LIBTRACK_VM_MEM    guest memory (default 2G)
+#   LIBTRACK_VM_CPUS   guest CPUs (default 2)
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+demo=0
+out="$top/build/vm"
+boots=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--demo) demo=1 ;;
+	--boot) boots+=("$2"); shift ;;
+	--out) out=$2; shift ;;
+	*) die "usage: vm-run.sh [--demo] [--boot NAME]... [--out DIR]" ;;
+	esac
+	shift
+done
+
+load_kernel_env
+initrd="$top/build/initramfs.cpio"
+list="$top/build/selftests/tests.list"
+[ -f "$initrd" ] || die "$initrd is missing; run 'make initramfs'"
+[ -f "$list" ] || die "$list is missing; run 'make initramfs'"
+
+if [ ${#boots[@]} -eq 0 ]; then
+	while read -r b; do
+		case "$b" in
+		demo*) [ $demo = 1 ] && boots+=("$b") ;;
+		*) [ $demo = 0 ] && boots+=("$b") ;;
+		esac
+	done < <(grep -v '^[[:space:]]*#' "$list" | awk 'NF && !seen[$1]++ { print $1 }')
+fi
+[ ${#boots[@]} -gt 0 ] || die "no boots to run in $list"
+
+rm -rf "$out"
+mkdir -p "$out/disks"
+for d in vda:2G vdb:2G vdc:256M vdd:256M; do
+	truncate -s "${d#*:}" "$out/disks/${d%%:*}.img"
+done
+
+accel="-accel tcg,thread=multi -cpu max"
+if [ "${LIBTRACK_KVM:-0}" = 1 ]; then
+	accel="-accel kvm -cpu host"
+fi
+
+# Kernel log lines that fail a run wherever they appear.
+problems='BUG:|WARNING:|Oops|KASAN|general protection fault|Kernel panic|INFO: task .* blocked|possible circular locking|inconsistent lock state|suspicious RCU usage|INFO: rcu|UBSAN'
+
+status=0
+: >"$out/vm.tap"
+for boot in "${boots[@]}"; do
+	budget=$(grep -v '^[[:space:]]*#' "$list" |
+		awk -v b="$boot" '$1 == b { t += $2 } END { print t + 120 }')
+	console="$out/console-$boot.log"
+	results="$out/results-$boot.log"
+	[ $demo = 1 ] || echo "vm: boot '$boot' (up to ${budget}s)"
+
+	# shellcheck disable=SC2086
+	timeout -k 10 "$budget" qemu-system-x86_64 \
+		$accel -machine pc -smp "${LIBTRACK_VM_CPUS:-2}" \
+		-m "${LIBTRACK_VM_MEM:-2G}" \
+		-nodefaults -display none -no-reboot \
+		-kernel "$KIMAGE" -initrd "$initrd" \
+		-append "console=ttyS0 libtrack.boot=$boot panic=-1 log_buf_len=8M loglevel=5" \
+		-serial "file:$console" -serial stdio \
+		-drive "file=$out/disks/vda.img,if=virtio,format=raw,cache=writeback" \
+		-drive "file=$out/disks/vdb.img,if=virtio,format=raw,cache=writeback" \
+		-drive "file=$out/disks/vdc.img,if=virtio,format=raw,cache=writeback" \
+		-drive "file=$out/disks/vdd.img,if=virtio,format=raw,cache=writeback" \
+		</dev/null 2>"$out/qemu-$boot.err" | tr -d '\r' | tee "$results" |
+		awk -v demo=$demo -v boot="$boot" '
+			demo { sub(/^    /, ""); if ($0 !~ /^(KTAP|1\.\.|# RUN|# BOOT-DONE|# REBOOT-EXPECTED|ok |not ok )/) print; fflush(); next }
+			/^# RUN / { buf = ""; next }
+			/^    / { buf = buf $0 "\n"; next }
+			/^(not )?ok / {
+				print "vm[" boot "]: " $0
+				if ($1 == "not") printf "%s", buf
+				fflush()
+			}'
+	qrc=${PIPESTATUS[0]}
+	if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+		echo "vm: boot '$boot' timed out after ${budget}s" >&2
+	elif [ "$qrc" != 0 ]; then
+		echo "vm: qemu exited with status $qrc:" >&2
+		sed 's/^/vm:   /' "$out/qemu-$boot.err" >&2
+	fi
+
+	# Entries that never reported: the VM died, hung or rebooted.
+	awk -v boot="$boot" '
+		/^1\.\./ { plan = substr($0, 4) + 0 }
+		/^# RUN / { running = substr($0, 7); n++ }
+		/^# REBOOT-EXPECTED / { rebooting = $3 }
+		/^    LIBTRACK-REBOOTING/ { rebooted = 1 }
+		/^(not )?ok / { done[n] = 1 }
+		/^# BOOT-DONE/ { finished = 1 }
+		END {
+			if (!plan) {
+				print "not ok 1 boot-" boot " # the VM did not start the tests (see console-" boot ".log)"
+				exit
+			}
+			if (finished) exit
+			if (n && !done[n]) {
+				if (rebooting == n && rebooted)
+					print "ok " n " " running " # rebooted as planned"
+				else
+					print "not ok " n " " running " # the VM stopped during this test (see console-" boot ".log)"
+			}
+			for (i = n + 1; i <= plan; i++)
+				print "not ok " i " boot-" boot "-entry-" i " # not run: the VM stopped before it"
+		}' "$results" >"$out/missing-$boot.log"
+	if [ -s "$out/missing-$boot.log" ]; then
+		[ $demo = 1 ] || sed "s/^/vm[$boot]: /" "$out/missing-$boot.log"
+	fi
+
+	# Kernel problems anywhere in the console log (boot and shutdown too).
+	grep -E "^\[ *[0-9]+\.[0-9]+\] .*($problems)" "$console" >"$out/kernel-$boot.log"
+	{
+		cat "$results" "$out/missing-$boot.log"
+		if [ -s "$out/kernel-$boot.log" ]; then
+			echo "not ok 0 kernel-log-$boot # the kernel reported a problem"
+			sed 's/^/    # /' "$out/kernel-$boot.log"
+		fi
+	} >>"$out/vm.tap"
+	if [ -s "$out/kernel-$boot.log" ]; then
+		echo "vm[$boot]: the kernel reported a problem:" >&2
+		head -n 20 "$out/kernel-$boot.log" | sed 's/^/vm:   /' >&2
+		status=1
+	fi
+done
+
+# The verdict: every top-level entry ok (or skipped), none missing.
+if grep -q '^not ok ' "$out/vm.tap"; then
+	status=1
+fi
+exit $status
