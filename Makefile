@@ -78,9 +78,12 @@ examples: $(EXAMPLES)
 
 # --- the library ---------------------------------------------------------
 
-$(B)/libtrack/%.o: libtrack/src/%.c $(LIB_HDRS) libtrack/src/*.h | $(DEPS_STAMP)
+# dm-track's uapi header (<linux/dm-track.h>) is used from its source.
+$(B)/libtrack/%.o: libtrack/src/%.c $(LIB_HDRS) libtrack/src/*.h \
+		dm-track/include/uapi/linux/dm-track.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(DEP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
+	$(CC) $(BASEFLAGS) -Idm-track/include/uapi $(DEP_CFLAGS) $(CFLAGS) \
+		-fPIC -fvisibility=hidden \
 		-c -o $@ $<
 
 $(LIB_SO): $(LIB_OBJS) libtrack/libtrack.map
@@ -88,7 +91,7 @@ $(LIB_SO): $(LIB_OBJS) libtrack/libtrack.map
 	$(CC) $(CFLAGS) -shared -o $@ $(LIB_OBJS) \
 		-Wl,-soname,libtrack.so.$(SOVERSION) \
 		-Wl,--version-script=libtrack/libtrack.map -Wl,-z,defs \
-		$(LDFLAGS) $(DEP_LIBS)
+		$(LDFLAGS) -Wl,--as-needed $(DEP_LIBS)
 	ln -sf libtrack.so.$(VERSION) $(B)/lib/libtrack.so.$(SOVERSION)
 	ln -sf libtrack.so.$(SOVERSION) $(B)/lib/libtrack.so
 

@@ -11,5 +11,6 @@
 #define LIBTRACK_H
 
 #include <libtrack/version.h>
+#include <libtrack/dm.h>
 
 #endif /* LIBTRACK_H */
