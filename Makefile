@@ -162,7 +162,8 @@ bench: all initramfs
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/libtrack \
 		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man8
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libtrack.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtrack.so.$(SOVERSION)
@@ -176,14 +177,14 @@ install: all
 	    libtrack/libtrack.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libtrack.pc
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 	install -m 644 libtrack/man/*.3 $(DESTDIR)$(MANDIR)/man3/
-	if ls tools/man/*.1 >/dev/null 2>&1; then \
-		install -m 644 tools/man/*.1 $(DESTDIR)$(MANDIR)/man1/; fi
+	for m in tools/man/*.[178]; do [ -f "$$m" ] || continue; \
+		install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man$${m##*.}/; done
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libtrack.* $(DESTDIR)$(PKGCONFIGDIR)/libtrack.pc
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/libtrack $(DESTDIR)$(INCLUDEDIR)/libtrack.h
 	for t in $(notdir $(TOOLS)); do rm -f $(DESTDIR)$(BINDIR)/$$t \
-		$(DESTDIR)$(MANDIR)/man1/$$t.1; done
+		$(DESTDIR)$(MANDIR)/man[178]/$$t.[178]; done
 	for m in libtrack/man/*.3; do \
 		rm -f $(DESTDIR)$(MANDIR)/man3/$$(basename $$m); done
 

@@ -7,7 +7,7 @@
  *   0                 superblock
  *   intent_start      write-intent map: one bit per region
  *   table_start       one entry per leaf: clean, full, or bitmap + crc32c
- *   leaves_start      one block per leaf, used when its entry says bitmap
+ *   slots_start      one block per leaf, used when its entry says bitmap
  *
  * A checkpoint writes the union of the active and frozen sets (the leaves,
  * a flush, the table), then the intent map, then the superblock. On a clean
@@ -19,7 +19,7 @@
  * last checkpoint's set plus every region in the intent map is dirty, which
  * covers every write that may have reached the disk since.
  *
- * A table entry or leaf that fails its checksum, or a superblock that is
+ * A table entry or slot that fails its checksum, or a superblock that is
  * corrupt or describes another device, makes the blocks it covers dirty.
  */
 #include "dm-track.h"
@@ -37,10 +37,14 @@
 
 #define TRACK_MD_CLEAN		BIT(0)		/* suspended cleanly */
 
+/* A slot: the blocks one metadata block of bitmap describes. */
+#define TRACK_MD_SLOT_BITS	(TRACK_MD_BLOCK * BITS_PER_BYTE)
+#define TRACK_MD_SLOT_LEAVES	(TRACK_MD_SLOT_BITS / TRACK_LEAF_BITS)
+
 #define TRACK_MD_MAX_REGIONS	1048576U
 #define TRACK_MD_MIN_REGION	8192		/* sectors: 4 MiB */
 
-/* Leaves written or read in one I/O. */
+/* Slots written in one I/O. */
 #define TRACK_MD_BATCH		64
 
 struct track_disk_sb {
@@ -59,28 +63,28 @@ struct track_disk_sb {
 	__le64 intent_blocks;
 	__le64 table_start;
 	__le64 table_blocks;
-	__le64 leaves_start;
-	__le64 nr_leaves;
+	__le64 slots_start;
+	__le64 nr_slots;
 } __packed;
 
-enum track_disk_leaf_state {
-	TRACK_DISK_LEAF_CLEAN = 0,
-	TRACK_DISK_LEAF_FULL = 1,
-	TRACK_DISK_LEAF_BITMAP = 2,
+enum track_disk_slot_state {
+	TRACK_DISK_SLOT_CLEAN = 0,
+	TRACK_DISK_SLOT_FULL = 1,
+	TRACK_DISK_SLOT_BITMAP = 2,
 };
 
-struct track_disk_leaf {
+struct track_disk_slot {
 	__le32 state;
-	__le32 csum;		/* crc32c of the leaf block, for BITMAP */
+	__le32 csum;		/* crc32c of the slot block, for BITMAP */
 } __packed;
 
 #define TRACK_MD_TABLE_ENTRIES \
-	((TRACK_MD_BLOCK - 8) / sizeof(struct track_disk_leaf))
+	((TRACK_MD_BLOCK - 8) / sizeof(struct track_disk_slot))
 
 struct track_disk_table {
 	__le32 csum;		/* crc32c of the rest of the block */
 	__le32 index;		/* which table block this is */
-	struct track_disk_leaf leaves[TRACK_MD_TABLE_ENTRIES];
+	struct track_disk_slot slots[TRACK_MD_TABLE_ENTRIES];
 } __packed;
 
 struct track_metadata {
@@ -96,7 +100,7 @@ struct track_metadata {
 	u64 nr_regions;
 	u64 intent_start, intent_blocks;
 	u64 table_start, table_blocks;
-	u64 leaves_start, nr_leaves;
+	u64 slots_start, nr_slots;
 	u64 generation;
 
 	/*
@@ -122,7 +126,7 @@ struct track_metadata {
 	/* Used under the target's lock (checkpoint, load). */
 	struct track_disk_table *table_buf;
 	void *buf;			/* TRACK_MD_BATCH blocks */
-	unsigned long *leaf_tmp;
+	unsigned long *slot_tmp;
 	struct track_disk_sb *sb;
 };
 
@@ -359,88 +363,145 @@ static void intent_worker(struct work_struct *ws)
  * Checkpoints
  *--------------------------------------------------------------
  */
-static struct track_disk_leaf *table_entry(struct track_metadata *md, u64 i)
+static struct track_disk_slot *table_entry(struct track_metadata *md, u64 i)
 {
 	return &md->table_buf[i / TRACK_MD_TABLE_ENTRIES]
-		.leaves[i % TRACK_MD_TABLE_ENTRIES];
+		.slots[i % TRACK_MD_TABLE_ENTRIES];
 }
 
-/* Leaf bits as stored: little-endian 64-bit words. */
-static void leaf_to_disk(__le64 *dst, const unsigned long *bits)
+/* Blocks of a set that leaf INDEX covers. */
+static unsigned int leaf_len(struct track_bitset *bs, u64 index)
+{
+	return min_t(u64, TRACK_LEAF_BITS,
+		     bs->nr_blocks - index * TRACK_LEAF_BITS);
+}
+
+/* Slot bits as stored: little-endian 64-bit words. */
+static void slot_to_disk(__le64 *dst, const unsigned long *bits)
 {
 	u64 *words = (u64 *)dst;
 	unsigned int i;
 
-	bitmap_to_arr64(words, bits, TRACK_LEAF_BITS);
-	for (i = 0; i < TRACK_LEAF_BYTES / sizeof(u64); i++)
+	bitmap_to_arr64(words, bits, TRACK_MD_SLOT_BITS);
+	for (i = 0; i < TRACK_MD_BLOCK / sizeof(u64); i++)
 		dst[i] = cpu_to_le64(words[i]);
 }
 
-static void leaf_from_disk(unsigned long *bits, __le64 *src)
+static void slot_from_disk(unsigned long *bits, __le64 *src)
 {
 	u64 *words = (u64 *)src;
 	unsigned int i;
 
-	for (i = 0; i < TRACK_LEAF_BYTES / sizeof(u64); i++)
+	for (i = 0; i < TRACK_MD_BLOCK / sizeof(u64); i++)
 		words[i] = le64_to_cpu(src[i]);
-	bitmap_from_arr64(bits, words, TRACK_LEAF_BITS);
+	bitmap_from_arr64(bits, words, TRACK_MD_SLOT_BITS);
+}
+
+/* Slot S of ACTIVE | FROZEN into slot_tmp; returns the slot's state. */
+static u32 slot_gather(struct track_metadata *md, struct track_bitset *active,
+		       struct track_bitset *frozen, u64 s)
+{
+	const unsigned int words = TRACK_LEAF_BITS / BITS_PER_LONG;
+	u64 first = s * TRACK_MD_SLOT_LEAVES, i;
+	u64 last = min_t(u64, first + TRACK_MD_SLOT_LEAVES, active->nr_leaves);
+	unsigned int full = 0, clean = 0, w;
+
+	memset(md->slot_tmp, 0, TRACK_MD_BLOCK);
+	for (i = first; i < last; i++) {
+		unsigned long *la = track_bitset_leaf(active, i);
+		unsigned long *lf = frozen ? track_bitset_leaf(frozen, i) : NULL;
+		unsigned long *dst = md->slot_tmp + (i - first) * words;
+
+		if (la == TRACK_LEAF_FULL || lf == TRACK_LEAF_FULL) {
+			bitmap_set(dst, 0, leaf_len(active, i));
+			full++;
+		} else if (!la && !lf) {
+			clean++;
+		} else {
+			for (w = 0; w < words; w++)
+				dst[w] = (la ? READ_ONCE(la[w]) : 0) |
+					 (lf ? lf[w] : 0);
+		}
+	}
+	if (full == last - first)
+		return TRACK_DISK_SLOT_FULL;
+	if (clean == last - first)
+		return TRACK_DISK_SLOT_CLEAN;
+	return TRACK_DISK_SLOT_BITMAP;
+}
+
+/* The leaves of slot S of BS from BITS (or all full). */
+static int slot_scatter(struct track_bitset *bs, u64 s,
+			const unsigned long *bits)
+{
+	const unsigned int words = TRACK_LEAF_BITS / BITS_PER_LONG;
+	u64 first = s * TRACK_MD_SLOT_LEAVES, i;
+	u64 last = min_t(u64, first + TRACK_MD_SLOT_LEAVES, bs->nr_leaves);
+	int r;
+
+	for (i = first; i < last; i++) {
+		const unsigned long *src = bits ? bits + (i - first) * words :
+					   NULL;
+		unsigned int len = leaf_len(bs, i);
+
+		if (!src || bitmap_full(src, len))
+			r = track_bitset_set_leaf(bs, i, NULL, true);
+		else if (!bitmap_empty(src, len))
+			r = track_bitset_set_leaf(bs, i, src, false);
+		else
+			r = 0;
+		if (r)
+			return r;
+	}
+	return 0;
 }
 
 /*
- * Write ACTIVE | FROZEN: the leaves that hold bitmaps, then, once those are
+ * Write ACTIVE | FROZEN: the slots that hold bitmaps, then, once those are
  * durable, the table that describes them.
  */
 static int write_sets(struct track_metadata *md, struct track_bitset *active,
 		      struct track_bitset *frozen)
 {
-	u64 i, first = 0;
-	unsigned int n = 0, w;
+	u64 s, first = 0;
+	unsigned int n = 0;
 	int r;
 
 	memset(md->table_buf, 0, md->table_blocks * TRACK_MD_BLOCK);
-	for (i = 0; i < md->nr_leaves; i++) {
-		unsigned long *la = track_bitset_leaf(active, i);
-		unsigned long *lf = frozen ? track_bitset_leaf(frozen, i) : NULL;
-		struct track_disk_leaf *e = table_entry(md, i);
+	for (s = 0; s < md->nr_slots; s++) {
+		struct track_disk_slot *e = table_entry(md, s);
+		u32 state = slot_gather(md, active, frozen, s);
 		__le64 *dst;
 
-		if (la == TRACK_LEAF_FULL || lf == TRACK_LEAF_FULL) {
-			e->state = cpu_to_le32(TRACK_DISK_LEAF_FULL);
-			continue;
-		}
-		if (!la && !lf)
+		e->state = cpu_to_le32(state);
+		if (state != TRACK_DISK_SLOT_BITMAP)
 			continue;
 
-		if (n && (first + n != i || n == TRACK_MD_BATCH)) {
-			r = md_io(md, REQ_OP_WRITE, md->leaves_start + first, n,
+		if (n && (first + n != s || n == TRACK_MD_BATCH)) {
+			r = md_io(md, REQ_OP_WRITE, md->slots_start + first, n,
 				  md->buf, true);
 			if (r)
 				return r;
 			n = 0;
 		}
 		if (!n)
-			first = i;
-
-		for (w = 0; w < TRACK_LEAF_BITS / BITS_PER_LONG; w++)
-			md->leaf_tmp[w] = (la ? READ_ONCE(la[w]) : 0) |
-					  (lf ? lf[w] : 0);
+			first = s;
 		dst = md->buf + (size_t)n * TRACK_MD_BLOCK;
-		leaf_to_disk(dst, md->leaf_tmp);
-		e->state = cpu_to_le32(TRACK_DISK_LEAF_BITMAP);
+		slot_to_disk(dst, md->slot_tmp);
 		e->csum = cpu_to_le32(md_csum(dst, TRACK_MD_BLOCK));
 		n++;
 	}
 	if (n) {
-		r = md_io(md, REQ_OP_WRITE, md->leaves_start + first, n,
+		r = md_io(md, REQ_OP_WRITE, md->slots_start + first, n,
 			  md->buf, true);
 		if (r)
 			return r;
 	}
 
-	for (i = 0; i < md->table_blocks; i++) {
-		struct track_disk_table *t = &md->table_buf[i];
+	for (s = 0; s < md->table_blocks; s++) {
+		struct track_disk_table *t = &md->table_buf[s];
 
-		t->index = cpu_to_le32(i);
+		t->index = cpu_to_le32(s);
 		t->csum = cpu_to_le32(md_csum(&t->index, TRACK_MD_BLOCK -
 					      sizeof(t->csum)));
 	}
@@ -468,8 +529,8 @@ static int write_sb(struct track_metadata *md, struct track_c *tc,
 	sb->intent_blocks = cpu_to_le64(md->intent_blocks);
 	sb->table_start = cpu_to_le64(md->table_start);
 	sb->table_blocks = cpu_to_le64(md->table_blocks);
-	sb->leaves_start = cpu_to_le64(md->leaves_start);
-	sb->nr_leaves = cpu_to_le64(md->nr_leaves);
+	sb->slots_start = cpu_to_le64(md->slots_start);
+	sb->nr_slots = cpu_to_le64(md->nr_slots);
 	sb->csum = cpu_to_le32(md_csum(&sb->magic, TRACK_MD_BLOCK -
 				       sizeof(sb->csum)));
 	return md_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, 0, 1, sb, false);
@@ -576,7 +637,7 @@ static const char *check_sb(struct track_metadata *md,
 	u64 nr_blocks = le64_to_cpu(sb->nr_blocks);
 	u64 region = le32_to_cpu(sb->region_sectors);
 	u64 block = le32_to_cpu(sb->block_sectors);
-	u64 nr_leaves, nr_regions, end;
+	u64 nr_slots, nr_regions, end;
 
 	if (le32_to_cpu(sb->magic) != TRACK_MD_MAGIC)
 		return "has no dm-track superblock";
@@ -589,29 +650,29 @@ static const char *check_sb(struct track_metadata *md,
 	    !is_power_of_2(region) || region < block)
 		return "superblock has an invalid geometry";
 
-	nr_leaves = DIV_ROUND_UP_ULL(nr_blocks, TRACK_LEAF_BITS);
+	nr_slots = DIV_ROUND_UP_ULL(nr_blocks, TRACK_MD_SLOT_BITS);
 	nr_regions = DIV_ROUND_UP_ULL(nr_blocks, region / block);
-	end = le64_to_cpu(sb->leaves_start) + le64_to_cpu(sb->nr_leaves);
-	if (le64_to_cpu(sb->nr_leaves) != nr_leaves ||
+	end = le64_to_cpu(sb->slots_start) + le64_to_cpu(sb->nr_slots);
+	if (le64_to_cpu(sb->nr_slots) != nr_slots ||
 	    le64_to_cpu(sb->intent_blocks) !=
 	    DIV_ROUND_UP_ULL(nr_regions, TRACK_MD_BLOCK * BITS_PER_BYTE) ||
 	    le64_to_cpu(sb->table_blocks) !=
-	    DIV_ROUND_UP_ULL(nr_leaves, TRACK_MD_TABLE_ENTRIES) ||
+	    DIV_ROUND_UP_ULL(nr_slots, TRACK_MD_TABLE_ENTRIES) ||
 	    end > dev_blocks)
 		return "superblock layout does not add up";
 	return NULL;
 }
 
-/* Read the stored sets into BS; returns leaves whose checksum failed. */
+/* Read the stored sets into BS; *BAD counts slots that failed a check. */
 static int read_sets(struct track_metadata *md, struct track_disk_sb *sb,
 		     struct track_bitset *bs, u64 *bad)
 {
 	u64 table_start = le64_to_cpu(sb->table_start);
 	u64 table_blocks = le64_to_cpu(sb->table_blocks);
-	u64 leaves_start = le64_to_cpu(sb->leaves_start);
-	u64 nr_leaves = le64_to_cpu(sb->nr_leaves);
+	u64 slots_start = le64_to_cpu(sb->slots_start);
+	u64 nr_slots = le64_to_cpu(sb->nr_slots);
 	struct track_disk_table *table;
-	u64 i, t;
+	u64 s, t;
 	int r;
 
 	table = vmalloc(table_blocks * TRACK_MD_BLOCK);
@@ -628,31 +689,33 @@ static int read_sets(struct track_metadata *md, struct track_disk_sb *sb,
 			  le32_to_cpu(tb->csum) ==
 			  md_csum(&tb->index, TRACK_MD_BLOCK - sizeof(tb->csum));
 
-		for (i = t * TRACK_MD_TABLE_ENTRIES;
-		     i < min(nr_leaves, (t + 1) * TRACK_MD_TABLE_ENTRIES); i++) {
-			struct track_disk_leaf *e =
-				&tb->leaves[i % TRACK_MD_TABLE_ENTRIES];
+		for (s = t * TRACK_MD_TABLE_ENTRIES;
+		     s < min(nr_slots, (t + 1) * TRACK_MD_TABLE_ENTRIES); s++) {
+			struct track_disk_slot *e =
+				&tb->slots[s % TRACK_MD_TABLE_ENTRIES];
 			u32 state = le32_to_cpu(e->state);
 
-			if (ok && state == TRACK_DISK_LEAF_CLEAN)
+			if (ok && state == TRACK_DISK_SLOT_CLEAN)
 				continue;
-			if (!ok || state != TRACK_DISK_LEAF_BITMAP) {
-				*bad += !ok || state != TRACK_DISK_LEAF_FULL;
-				track_bitset_set_leaf(bs, i, NULL, true);
+			if (!ok || state != TRACK_DISK_SLOT_BITMAP) {
+				*bad += !ok || state != TRACK_DISK_SLOT_FULL;
+				r = slot_scatter(bs, s, NULL);
+				if (r)
+					goto out;
 				continue;
 			}
-			r = md_io(md, REQ_OP_READ, leaves_start + i, 1,
+			r = md_io(md, REQ_OP_READ, slots_start + s, 1,
 				  md->buf, true);
 			if (r)
 				goto out;
 			if (le32_to_cpu(e->csum) !=
 			    md_csum(md->buf, TRACK_MD_BLOCK)) {
 				(*bad)++;
-				track_bitset_set_leaf(bs, i, NULL, true);
-				continue;
+				r = slot_scatter(bs, s, NULL);
+			} else {
+				slot_from_disk(md->slot_tmp, md->buf);
+				r = slot_scatter(bs, s, md->slot_tmp);
 			}
-			leaf_from_disk(md->leaf_tmp, md->buf);
-			r = track_bitset_set_leaf(bs, i, md->leaf_tmp, false);
 			if (r)
 				goto out;
 		}
@@ -764,7 +827,7 @@ int track_metadata_load(struct track_c *tc)
 		return load_all_dirty(tc);
 	}
 	if (bad)
-		DMWARN("%s: %llu stored leaves failed their checksum: dirty",
+		DMWARN("%s: %llu stored slots failed their checksum: dirty",
 		       md->name, bad);
 	if (!(flags & TRACK_MD_CLEAN))
 		DMWARN("%s: not shut down cleanly: %llu write-intent regions are dirty",
@@ -806,7 +869,7 @@ void track_metadata_close(struct track_metadata *md)
 	vfree(md->intent_buf);
 	vfree(md->table_buf);
 	vfree(md->buf);
-	kfree(md->leaf_tmp);
+	kfree(md->slot_tmp);
 	kfree(md->sb);
 	kfree(md);
 }
@@ -838,17 +901,17 @@ int track_metadata_open(struct track_c *tc, struct dm_dev *dev,
 	md->intent_start = 1;
 	md->intent_blocks = DIV_ROUND_UP_ULL(md->nr_regions,
 					     TRACK_MD_BLOCK * BITS_PER_BYTE);
-	md->nr_leaves = DIV_ROUND_UP_ULL(md->nr_blocks, TRACK_LEAF_BITS);
+	md->nr_slots = DIV_ROUND_UP_ULL(md->nr_blocks, TRACK_MD_SLOT_BITS);
 	md->table_start = md->intent_start + md->intent_blocks;
-	md->table_blocks = DIV_ROUND_UP_ULL(md->nr_leaves,
+	md->table_blocks = DIV_ROUND_UP_ULL(md->nr_slots,
 					    TRACK_MD_TABLE_ENTRIES);
-	md->leaves_start = md->table_start + md->table_blocks;
+	md->slots_start = md->table_start + md->table_blocks;
 	spin_lock_init(&md->lock);
 	bio_list_init(&md->deferred);
 	INIT_WORK(&md->work, intent_worker);
 	mutex_init(&md->io_lock);
 
-	needed = (md->leaves_start + md->nr_leaves) * TRACK_MD_BLOCK_SECTORS;
+	needed = (md->slots_start + md->nr_slots) * TRACK_MD_BLOCK_SECTORS;
 	if (bdev_nr_sectors(dev->bdev) < needed) {
 		DMERR("%s: metadata device has %llu sectors, needs %llu",
 		      md->name, (u64)bdev_nr_sectors(dev->bdev), needed);
@@ -865,11 +928,11 @@ int track_metadata_open(struct track_c *tc, struct dm_dev *dev,
 	md->intent_buf = vzalloc(md->intent_blocks * TRACK_MD_BLOCK);
 	md->table_buf = vzalloc(md->table_blocks * TRACK_MD_BLOCK);
 	md->buf = vmalloc(TRACK_MD_BATCH * TRACK_MD_BLOCK);
-	md->leaf_tmp = kmalloc(TRACK_LEAF_BYTES, GFP_KERNEL);
+	md->slot_tmp = kmalloc(TRACK_MD_BLOCK, GFP_KERNEL);
 	md->sb = kmalloc(TRACK_MD_BLOCK, GFP_KERNEL);
 	if (!md->intent_disk || !md->intent_since || !md->intent_want ||
 	    !md->intent_writing || !md->intent_scratch || !md->intent_buf ||
-	    !md->table_buf || !md->buf || !md->leaf_tmp || !md->sb) {
+	    !md->table_buf || !md->buf || !md->slot_tmp || !md->sb) {
 		*error = "Cannot allocate metadata buffers";
 		goto bad;
 	}

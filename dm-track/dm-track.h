@@ -23,12 +23,12 @@
  *--------------------------------------------------------------
  * Dirty sets: a two-level bitmap. The top level is an array with one
  * pointer per leaf of TRACK_LEAF_BITS blocks; a leaf is NULL (no block
- * dirty), TRACK_LEAF_FULL (every block dirty, no memory), or a 4 KiB bitmap
- * allocated on the first write to it. Marking never sleeps and never fails:
+ * dirty), TRACK_LEAF_FULL (every block dirty, no memory), or a 256-byte
+ * bitmap allocated on the first write to it. Marking never sleeps and never fails:
  * when a leaf cannot be allocated the whole leaf is marked TRACK_LEAF_FULL.
  *--------------------------------------------------------------
  */
-#define TRACK_LEAF_BYTES	4096
+#define TRACK_LEAF_BYTES	256
 #define TRACK_LEAF_BITS		(TRACK_LEAF_BYTES * BITS_PER_BYTE)
 #define TRACK_LEAF_FULL		((unsigned long *)1UL)
 
