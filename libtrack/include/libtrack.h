@@ -11,5 +11,7 @@
 #define LIBTRACK_H
 
 #include <libtrack/version.h>
+#include <libtrack/watch.h>
+#include <libtrack/batch.h>
 
 #endif /* LIBTRACK_H */
