@@ -458,7 +458,7 @@ static int wait_ms(struct uds *u)
 
 static void recover(struct uds *u)
 {
-	if (uds_check_roots(u))
+	if (uds_reattach(u))
 		return;
 	notice_("both folders are back; comparing them");
 	u->last_error[0] = '\0';

@@ -393,6 +393,26 @@ int fsx_copy_all(int src, int dst, uint64_t size, struct copy_stats *cs)
 	}
 }
 
+/*
+ * Write the differing run [RUN, RUN + LEN) of the chunk at OFF, trimmed of
+ * equal bytes at both ends (so an append writes only the new bytes). ND is
+ * how many bytes of the target chunk exist.
+ */
+static int write_run(int dst, uint64_t off, size_t run, size_t len, size_t nd,
+		     struct copy_stats *cs)
+{
+	size_t s = run, e = run + len;
+
+	while (s < e && s < nd && buf_a[s] == buf_b[s])
+		s++;
+	while (e > s && e - 1 < nd && buf_a[e - 1] == buf_b[e - 1])
+		e--;
+	if (s == e)
+		return 0;
+	cs->written += e - s;
+	return pwrite_full(dst, buf_a + s, e - s, off + s);
+}
+
 /* Compare [start, end) of SRC and DST; write the blocks that differ. */
 static int delta_range(int src, int dst, uint64_t start, uint64_t end,
 		       struct copy_stats *cs)
@@ -404,6 +424,7 @@ static int delta_range(int src, int dst, uint64_t start, uint64_t end,
 		ssize_t ns = pread_full(src, buf_a, want, off);
 		ssize_t nd;
 		size_t i, run = 0, run_len = 0;
+		int err;
 
 		if (ns <= 0)
 			return (int)ns;	/* 0: the source shrank meanwhile */
@@ -424,22 +445,17 @@ static int delta_range(int src, int dst, uint64_t start, uint64_t end,
 				continue;
 			}
 			if (run_len) {
-				int err = pwrite_full(dst, buf_a + run,
-						      run_len, off + run);
-
+				err = write_run(dst, off, run, run_len,
+						(size_t)nd, cs);
 				if (err)
 					return err;
-				cs->written += run_len;
 				run_len = 0;
 			}
 		}
 		if (run_len) {
-			int err = pwrite_full(dst, buf_a + run, run_len,
-					      off + run);
-
+			err = write_run(dst, off, run, run_len, (size_t)nd, cs);
 			if (err)
 				return err;
-			cs->written += run_len;
 		}
 		off += (uint64_t)ns;
 		if ((size_t)ns < want)

@@ -8,6 +8,7 @@
  *   X <path>                                        forget path and below
  *   R <from> <to>                                   rename path and below
  *   B <path>                                        in-place push began
+ *   I <S dev> <S ino> <D dev> <D ino>               the folders' identity
  *
  * A snap is "type mode size mtime_ns ctime_ns ino" (type '-' = absent).
  * Paths are escaped: bytes up to 0x20, 0x7f and '%' as %XX, so any name
@@ -273,7 +274,7 @@ void journal_map_drop(struct hmap *map, const char *path)
 	map_drop_tree(map, path);
 }
 
-static int apply(struct hmap *map, char *line)
+static int apply(struct journal *j, struct hmap *map, char *line)
 {
 	char *save = NULL, *op = strtok_r(line, " ", &save);
 	char *a, *b = NULL, *pa = NULL, *pb = NULL;
@@ -281,6 +282,17 @@ static int apply(struct hmap *map, char *line)
 
 	if (!op || strlen(op) != 1)
 		return -EBADMSG;
+	if (op[0] == 'I') {
+		for (int i = 0; i < 4; i++) {
+			char *f = strtok_r(NULL, " ", &save);
+
+			if (!f)
+				return -EBADMSG;
+			j->ids[i] = strtoull(f, NULL, 10);
+		}
+		j->has_ids = true;
+		return 0;
+	}
 	a = strtok_r(NULL, " ", &save);
 	if (!a)
 		return -EBADMSG;
@@ -395,8 +407,9 @@ static int fsync_dir(const char *dir)
 }
 
 /* Write a fresh journal holding MAP to PATH, atomically. */
-static int rewrite(const char *path, const struct hmap *map,
-		   const char *s_root, const char *d_root, bool sync)
+static int rewrite(const struct journal *j, const char *path,
+		   const struct hmap *map, const char *s_root,
+		   const char *d_root, bool sync)
 {
 	struct journal t = { .fd = -1 };
 	struct hmap_item *it;
@@ -411,6 +424,9 @@ static int rewrite(const char *path, const struct hmap *map,
 	}
 	put(&t, "%s", h);
 	free(h);
+	if (j->has_ids)
+		put(&t, "I %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+		    j->ids[0], j->ids[1], j->ids[2], j->ids[3]);
 	while ((it = hmap_next(map, &pos))) {
 		struct entry e = *(struct entry *)it->val;
 
@@ -495,7 +511,7 @@ int journal_open(struct journal *j, const char *dir, const char *s_root,
 		while ((end = memchr(line, '\n', (size_t)(data + len - line)))) {
 			*end = '\0';
 			lineno++;
-			if (apply(map, line)) {
+			if (apply(j, map, line)) {
 				char aside[4096];
 
 				snprintf(aside, sizeof(aside), "%s.corrupt-%ld",
@@ -521,7 +537,7 @@ int journal_open(struct journal *j, const char *dir, const char *s_root,
 	data = NULL;
 
 	/* Start from a compact copy: also drops a torn tail. */
-	err = rewrite(j->path, map, s_root, d_root, sync);
+	err = rewrite(j, j->path, map, s_root, d_root, sync);
 	if (err) {
 		err_("cannot write the journal %s: %s", j->path,
 		     strerror(-err));
@@ -556,17 +572,14 @@ void journal_close(struct journal *j)
 	j->fd = -1;
 }
 
-int journal_maybe_compact(struct journal *j, const struct hmap *map,
-			  const char *s_root, const char *d_root)
+int journal_compact(struct journal *j, const struct hmap *map,
+		    const char *s_root, const char *d_root)
 {
-	int err;
+	int err = journal_commit(j);
 
-	if (j->records < 10000 || j->records < 4 * map->len)
-		return 0;
-	err = journal_commit(j);
 	if (err)
 		return err;
-	err = rewrite(j->path, map, s_root, d_root, j->sync);
+	err = rewrite(j, j->path, map, s_root, d_root, j->sync);
 	if (err)
 		return err;
 	close(j->fd);
@@ -576,4 +589,20 @@ int journal_maybe_compact(struct journal *j, const struct hmap *map,
 	j->size = (uint64_t)lseek(j->fd, 0, SEEK_END);
 	j->records = 0;
 	return 0;
+}
+
+int journal_maybe_compact(struct journal *j, const struct hmap *map,
+			  const char *s_root, const char *d_root)
+{
+	if (j->records < 10000 || j->records < 4 * map->len)
+		return 0;
+	return journal_compact(j, map, s_root, d_root);
+}
+
+void journal_set_ids(struct journal *j, const uint64_t ids[4])
+{
+	memcpy(j->ids, ids, sizeof(j->ids));
+	j->has_ids = true;
+	put(j, "I %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+	    ids[0], ids[1], ids[2], ids[3]);
 }

@@ -230,18 +230,30 @@ static int base_begin(struct uds *u, const char *p)
 	return journal_commit(&u->j);
 }
 
-/* A rename of FROM to TO in every map. */
+/*
+ * A rename replayed on the other side: the baseline follows. Pending
+ * changes of the side where the rename happened were moved when its event
+ * came; those of the side we just renamed in move now.
+ */
 static void maps_rename(struct uds *u, const char *from, const char *to,
-			bool baseline)
+			bool in_s)
 {
-	if (baseline) {
-		journal_map_rename(&u->base, from, to);
-		journal_rename(&u->j, from, to);
+	journal_map_rename(&u->base, from, to);
+	journal_rename(&u->j, from, to);
+	if (in_s) {
+		hmap_rename_tree(&u->ldirty, from, to, free_ldirty);
+	} else {
+		hmap_rename_tree(&u->rdirty, from, to, NULL);
 	}
-	hmap_del_tree(&u->ldirty, to, free_ldirty);
-	hmap_rename_tree(&u->ldirty, from, to, free_ldirty);
-	hmap_del_tree(&u->rdirty, to, NULL);
-	hmap_rename_tree(&u->rdirty, from, to, NULL);
+}
+
+/* Only the ctime moved (a rename does that): take the new snap. */
+static void refresh_ctime(struct snap *b, const struct snap *now)
+{
+	if (now->type == b->type && now->ino == b->ino &&
+	    now->size == b->size && now->mtime_ns == b->mtime_ns &&
+	    now->mode == b->mode)
+		*b = *now;
 }
 
 /* --- errors ------------------------------------------------------------ */
@@ -1073,7 +1085,7 @@ static int replay_rename(struct uds *u, const struct rename_op *op,
 	if (err)
 		return err == -ENOENT || err == -ENOTEMPTY || err == -EEXIST ||
 		       err == -EISDIR || err == -ENOTDIR ? 0 : err;
-	maps_rename(u, op->from, op->to, true);
+	maps_rename(u, op->from, op->to, !src_local);
 	b = base_get(u, op->to);
 	if (b) {
 		struct snap s, d;
@@ -1081,16 +1093,10 @@ static int replay_rename(struct uds *u, const struct rename_op *op,
 		/* A rename changes the ctime of what it moves. */
 		fsx_snap(u->sfd, op->to, &s);
 		fsx_snap(u->dfd, op->to, &d);
-		if (src_local) {
-			b->d = d;
-			if (s.ino == b->s.ino && s.type == b->s.type)
-				b->s = s;
-		} else {
-			b->s = s;
-			if (d.ino == b->d.ino && d.type == b->d.type)
-				b->d = d;
+		refresh_ctime(&b->s, &s);
+		refresh_ctime(&b->d, &d);
+		if (!src_local)
 			b->echo_until = now_ms() + ECHO_MS;
-		}
 		journal_set(&u->j, op->to, b);
 	}
 	info_("renamed '%s' to '%s' in %s", log_path(op->from),
@@ -1510,6 +1516,93 @@ static int open_watch(struct uds *u, const char *what, const char *path,
 	return 0;
 }
 
+static void free_entry(void *e)
+{
+	free(e);
+}
+
+/*
+ * The baseline belongs to two particular directories. If either is not
+ * the one it was (re-created empty, another disk mounted there), every
+ * difference would look like a deletion on that side: forget the
+ * baseline instead and compare as on a first run, which never deletes.
+ */
+static int check_identity(struct uds *u)
+{
+	uint64_t ids[4] = { u->sdev, u->sino, u->ddev, u->dino };
+
+	if (u->j.has_ids && memcmp(u->j.ids, ids, sizeof(ids))) {
+		warn_("%s is not the directory it was when uds-plus last ran "
+		      "(re-created, or another file system mounted there): "
+		      "comparing both folders as on a first run; nothing is "
+		      "deleted, differences are kept as conflict copies",
+		      u->j.ids[0] != ids[0] || u->j.ids[1] != ids[1] ?
+		      "SAVINGBOX" : "SYNCFOLDER");
+		hmap_clear(&u->base, free_entry);
+	}
+	journal_set_ids(&u->j, ids);
+	return journal_compact(&u->j, &u->base, u->cfg->savingbox,
+			       u->cfg->syncfolder);
+}
+
+int uds_reattach(struct uds *u)
+{
+	struct stat ss, ds;
+
+	if (stat(u->cfg->savingbox, &ss) || !S_ISDIR(ss.st_mode) ||
+	    stat(u->cfg->syncfolder, &ds) || !S_ISDIR(ds.st_mode))
+		return -ENOENT;
+	if (ss.st_ino == u->sino && ss.st_dev == u->sdev &&
+	    ds.st_ino == u->dino && ds.st_dev == u->ddev) {
+		u->broken = false;
+		return 0;
+	}
+	if (ss.st_ino != u->sino || ss.st_dev != u->sdev) {
+		int fd = open(u->cfg->savingbox, O_RDONLY | O_DIRECTORY |
+			      O_CLOEXEC);
+		struct track_watch *w;
+
+		if (fd < 0)
+			return -errno;
+		if (open_watch(u, "SAVINGBOX", u->cfg->savingbox, &w)) {
+			close(fd);
+			return -ENOSPC;
+		}
+		close(u->sfd);
+		track_watch_close(u->ws);
+		u->sfd = fd;
+		u->ws = w;
+		u->sdev = ss.st_dev;
+		u->sino = ss.st_ino;
+	}
+	if (ds.st_ino != u->dino || ds.st_dev != u->ddev) {
+		int fd = open(u->cfg->syncfolder, O_RDONLY | O_DIRECTORY |
+			      O_CLOEXEC);
+		struct track_watch *w;
+
+		if (fd < 0)
+			return -errno;
+		if (open_watch(u, "SYNCFOLDER", u->cfg->syncfolder, &w)) {
+			close(fd);
+			return -ENOSPC;
+		}
+		close(u->dfd);
+		track_watch_close(u->wd);
+		u->dfd = fd;
+		u->wd = w;
+		u->ddev = ds.st_dev;
+		u->dino = ds.st_ino;
+	}
+	u->broken = false;
+	/* Renames recorded against the old directories mean nothing now. */
+	for (size_t i = 0; i < u->nr_rren; i++) {
+		free(u->rren[i].from);
+		free(u->rren[i].to);
+	}
+	u->nr_rren = 0;
+	return check_identity(u);
+}
+
 int uds_open(struct uds *u, struct config *cfg)
 {
 	struct track_batch_params bp;
@@ -1586,6 +1679,8 @@ int uds_open(struct uds *u, struct config *cfg)
 			   cfg->syncfolder, &u->base, cfg->fsync);
 	if (err)
 		goto fail;
+	if (check_identity(u))
+		goto fail;
 	u->bufsize = 256 * 1024;
 	u->buf = malloc(u->bufsize);
 	if (!u->buf)
@@ -1596,11 +1691,6 @@ fail:
 	free(d);
 	uds_close(u);
 	return -1;
-}
-
-static void free_entry(void *e)
-{
-	free(e);
 }
 
 void uds_close(struct uds *u)

@@ -181,6 +181,8 @@ struct journal {
 	bool sync;		/* fdatasync at commits */
 	char *buf;		/* pending records */
 	size_t len, cap;
+	bool has_ids;		/* ids: dev and inode of S and D */
+	uint64_t ids[4];
 };
 
 /* Load DIR/journal into MAP (path -> struct entry *); create if absent. */
@@ -191,9 +193,13 @@ void journal_set(struct journal *j, const char *path, const struct entry *e);
 void journal_drop(struct journal *j, const char *path);
 void journal_rename(struct journal *j, const char *from, const char *to);
 void journal_begin(struct journal *j, const char *path);
+/* Record which directories the baseline belongs to. */
+void journal_set_ids(struct journal *j, const uint64_t ids[4]);
 /* Write what is pending and make it durable. */
 int journal_commit(struct journal *j);
-/* Rewrite the journal from MAP when it has grown too much. */
+/* Rewrite the journal from MAP (now, or when it has grown too much). */
+int journal_compact(struct journal *j, const struct hmap *map,
+		    const char *s_root, const char *d_root);
 int journal_maybe_compact(struct journal *j, const struct hmap *map,
 			  const char *s_root, const char *d_root);
 
@@ -320,6 +326,7 @@ void uds_local_rename(struct uds *u, const char *from, const char *to,
 		      bool isdir);
 void uds_remote_rename(struct uds *u, const char *from, const char *to);
 int uds_check_roots(struct uds *u);
+int uds_reattach(struct uds *u);
 void uds_set_error(struct uds *u, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
