@@ -749,6 +749,8 @@ static int remove_path(struct uds *u, const char *p, bool local,
 	return 0;
 }
 
+static int conflict(struct uds *u, const char *p, struct snap *rs);
+
 /*
  * Make the target side of P like the source side. SRC is the source's
  * snap, TO the target's (absent, or matching the baseline).
@@ -771,8 +773,24 @@ static int transfer(struct uds *u, const char *p, bool from_s,
 		/* A type change: what is there matches the baseline. */
 		if (to->type == 'd') {
 			err = remove_tree(u, !from_s, p);
-			if (err)
-				return err < 0 ? err : 0;
+			if (err < 0)
+				return err;
+			if (err > 0) {
+				/*
+				 * Something below the directory changed on
+				 * its side since: keep both. SYNCFOLDER's
+				 * version goes aside as a conflict copy.
+				 */
+				struct snap aside = from_s ? *to : *src;
+
+				err = conflict(u, p, &aside);
+				if (err)
+					return err;
+				if (!from_s) {
+					uds_mark_local_tree(u, p);
+					return 0;
+				}
+			}
 		} else {
 			err = fsx_remove(from_s ? u->dfd : u->sfd, p, false);
 			if (err && err != -ENOENT)
@@ -1270,7 +1288,8 @@ static int list_names(int fd, char ***names, size_t *n)
 
 	if (fd < 0)
 		return 0;
-	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	/* A new open file description: a dup would share the offset. */
+	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	d = fdopendir(dfd);
