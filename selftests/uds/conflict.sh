@@ -13,7 +13,7 @@ echo "keep me" >"$S/victim.txt"
 echo "stay" >"$S/other.txt"
 uds_start || { not_ok "uds-plus starts"; done_testing; }
 check_mode
-uds_wait_synced 20 || not_ok "the first sync"
+uds_wait_synced || not_ok "the first sync"
 
 # Local edits wait for the timer (t = 3 s)...
 echo "local edit" >"$S/report.txt"
@@ -21,7 +21,7 @@ rm "$S/victim.txt"
 # ...while the collaborator's arrive now.
 echo "remote edit" >"$D/.tmp" && mv "$D/.tmp" "$D/report.txt"
 echo "remote change" >>"$D/victim.txt"
-if uds_wait_synced 20; then ok "SYNCFOLDER equals SAVINGBOX"; else
+if uds_wait_synced; then ok "SYNCFOLDER equals SAVINGBOX"; else
 	not_ok "SYNCFOLDER equals SAVINGBOX"; fi
 check "SAVINGBOX's version wins in SAVINGBOX" grep -qx "local edit" "$S/report.txt"
 check "SAVINGBOX's version wins in SYNCFOLDER" grep -qx "local edit" "$D/report.txt"

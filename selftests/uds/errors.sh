@@ -13,7 +13,7 @@ mkdir "$S/sub"
 echo "two" >"$S/sub/two.txt"
 uds_start || { not_ok "uds-plus starts"; done_testing; }
 check_mode
-uds_wait_synced 20 || not_ok "the first sync"
+uds_wait_synced || not_ok "the first sync"
 
 mv "$D" "$W/away"
 echo "written while it is gone" >"$S/three.txt"
@@ -26,7 +26,7 @@ uds_status last_error | grep -q "SYNCFOLDER .* vanished" &&
 check "the change stays pending" [ "$(uds_status pending_files)" -ge 1 ]
 check "nothing was written into the moved folder" [ ! -e "$W/away/three.txt" ]
 mkdir "$D"
-if uds_wait_synced 30; then ok "a new SYNCFOLDER gets everything"; else
+if uds_wait_synced; then ok "a new SYNCFOLDER gets everything"; else
 	not_ok "a new SYNCFOLDER gets everything"; fi
 check "nothing was deleted from SAVINGBOX" \
 	[ -f "$S/one.txt" ] && [ -f "$S/sub/two.txt" ] && [ -f "$S/three.txt" ]

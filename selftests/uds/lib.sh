@@ -105,9 +105,29 @@ uds_require() {
 	fi
 }
 
-# Milliseconds since boot (10 ms resolution; enough for bounds).
+# Milliseconds since boot (10 ms resolution; enough for bounds). No
+# external command: /proc/uptime is "SECONDS.CC".
 now_ms() {
-	awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime
+	read -r _up _rest </proc/uptime
+	echo "${_up%.*}${_up#*.}0"
+}
+
+UDS_T_MS=$(awk -v t="$UDS_T" 'BEGIN { printf "%d", t * 1000 }')
+UDS_GAPS=0
+UDS_MAXGAP=0
+UDS_LAST=0
+
+# Call before each update of a workload: it counts the pauses long enough
+# for the timer to fire (with 100 ms of margin for scheduling), which the
+# push bound then allows for; however slow the machine, the bound holds.
+tick_update() {
+	_now=$(now_ms)
+	if [ "$UDS_LAST" != 0 ]; then
+		_g=$((_now - UDS_LAST))
+		[ $_g -gt "$UDS_MAXGAP" ] && UDS_MAXGAP=$_g
+		[ $_g -ge $((UDS_T_MS - 100)) ] && UDS_GAPS=$((UDS_GAPS + 1))
+	fi
+	UDS_LAST=$_now
 }
 
 # Random integer in [0, N).
@@ -190,9 +210,10 @@ uds_status() {
 	sed -n "s/^$1=//p" "$W/status" 2>/dev/null
 }
 
-# Wait until nothing is pending and the trees are equal (up to $1 s).
+# Wait until nothing is pending and the trees are equal (up to $1 s, 60 by
+# default: it returns as soon as they are).
 uds_wait_synced() {
-	_deadline=$(($(now_ms) + ${1:-20} * 1000))
+	_deadline=$(($(now_ms) + ${1:-60} * 1000))
 	while [ "$(now_ms)" -lt $_deadline ]; do
 		uds_refresh
 		if [ "$(uds_status pending_files)" = 0 ] &&
@@ -223,10 +244,10 @@ check_between() {
 	fi
 }
 
-# Upper bound on pushes for a workload of DURATION ms whose updates never
-# paused for t, plus TIMER_GAPS pauses of at least t, with COUNTER pushes
-# reported by the counter: one fail-safe push per f, one per pause, the
-# final one, and one of slack for the start.
+# Upper bound on pushes for a workload of DURATION ms with TIMER_GAPS
+# pauses long enough for the timer and COUNTER pushes by the counter: one
+# fail-safe push per f, one per pause, the counter's, the final one, and
+# slack for the start.
 push_bound() {
 	awk -v d="$1" -v gaps="$2" -v c="$3" -v f="$UDS_F" \
 		'BEGIN { printf "%d\n", d / (f * 1000) + gaps + c + 3 }'

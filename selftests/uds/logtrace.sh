@@ -15,20 +15,21 @@ uds_start || { not_ok "uds-plus starts"; done_testing; }
 check_mode
 line=$(printf '%0400d' 0 | tr 0 x)
 t0=$(now_ms)
-grep -v '^#' "$trace" | while read -r delay bytes; do
+grep -v '^#' "$trace" >"$W/trace"
+while read -r delay bytes; do
 	sleep "$(awk -v m="$delay" 'BEGIN { printf "%.3f", m / 1000 }')"
+	tick_update
 	printf '%s\n' "$(echo "$line" | cut -c1-$((bytes - 1)))" \
 		>>"$S/activity.log"
-done
+done <"$W/trace"
 t1=$(now_ms)
-# Pauses of the trace long enough for the timer (t = 0.3 s; the trace has
-# only pauses under 0.1 s or over 0.4 s, so scheduling cannot blur them).
-gaps=$(grep -v '^#' "$trace" | awk '$1 >= 300' | wc -l)
-updates=$(grep -vc '^#' "$trace")
-if uds_wait_synced 20; then ok "SYNCFOLDER equals SAVINGBOX"; else
+gaps=$UDS_GAPS
+updates=$(wc -l <"$W/trace")
+if uds_wait_synced; then ok "SYNCFOLDER equals SAVINGBOX"; else
 	not_ok "SYNCFOLDER equals SAVINGBOX"; fi
 pushes=$(uds_status pushes)
-diag "$updates appends in $((t1 - t0)) ms, $gaps pauses over t:" \
+diag "$updates appends in $((t1 - t0)) ms, $gaps pauses of t or more" \
+	"($(grep -v '^#' "$trace" | awk '$1 >= 300' | wc -l) in the trace):" \
 	"$pushes pushes ($(uds_status pushes_timer) timer," \
 	"$(uds_status pushes_failsafe) fail-safe," \
 	"$(uds_status pushes_counter) counter)"

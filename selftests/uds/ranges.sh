@@ -12,7 +12,7 @@ size=8388608
 head -c $size /dev/urandom >"$S/disk.img"
 uds_start || { not_ok "uds-plus starts"; done_testing; }
 check_mode
-uds_wait_synced 30 || not_ok "the first sync"
+uds_wait_synced || not_ok "the first sync"
 read0=$(uds_status bytes_read)
 pushed0=$(uds_status bytes_pushed)
 i=0
@@ -20,7 +20,7 @@ while [ $i -lt 50 ]; do
 	write_at "$S/disk.img" "$(rnd $((size - 100)))" 100
 	i=$((i + 1))
 done
-if uds_wait_synced 30; then ok "SYNCFOLDER equals SAVINGBOX"; else
+if uds_wait_synced; then ok "SYNCFOLDER equals SAVINGBOX"; else
 	not_ok "SYNCFOLDER equals SAVINGBOX"; fi
 read=$(($(uds_status bytes_read) - read0))
 pushed=$(($(uds_status bytes_pushed) - pushed0))

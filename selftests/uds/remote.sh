@@ -13,7 +13,7 @@ mkdir -p "$S/proj/src"
 echo "int main;" >"$S/proj/src/main.c"
 uds_start || { not_ok "uds-plus starts"; done_testing; }
 check_mode
-uds_wait_synced 20 || not_ok "the first sync"
+uds_wait_synced || not_ok "the first sync"
 pushes=$(uds_status pushes)
 pushed=$(uds_status bytes_pushed)
 
@@ -27,7 +27,7 @@ mkdir -p "$D/shared/deep"
 head -c 100000 /dev/urandom >"$D/shared/deep/photo.jpg"
 echo "new" >"$D/readme.md"
 chmod 600 "$D/readme.md"
-uds_wait_synced 20 || not_ok "changes come back"
+uds_wait_synced || not_ok "changes come back"
 check "a replaced file comes back" \
 	grep -q "from a collaborator" "$S/notes.txt"
 check "an in-place edit comes back" grep -q more "$S/proj/src/main.c"
@@ -35,7 +35,7 @@ check "a new directory tree comes back" \
 	cmp -s "$S/shared/deep/photo.jpg" "$D/shared/deep/photo.jpg"
 rm "$D/notes.txt"
 mv "$D/proj" "$D/project"
-if uds_wait_synced 20; then ok "SYNCFOLDER equals SAVINGBOX"; else
+if uds_wait_synced; then ok "SYNCFOLDER equals SAVINGBOX"; else
 	not_ok "SYNCFOLDER equals SAVINGBOX"; fi
 check "a remote delete is mirrored" [ ! -e "$S/notes.txt" ]
 check "a remote directory rename is mirrored" \
@@ -46,7 +46,7 @@ check "no byte went back into SYNCFOLDER" \
 check "pulls were counted" [ "$(uds_status files_pulled)" -ge 4 ]
 # And local work still flows the other way.
 echo "local again" >>"$S/project/src/main.c"
-if uds_wait_synced 20; then ok "local changes still go out"; else
+if uds_wait_synced; then ok "local changes still go out"; else
 	not_ok "local changes still go out"; fi
 check "uds-plus exits cleanly on SIGTERM" uds_stop
 done_testing

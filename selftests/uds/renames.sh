@@ -20,7 +20,7 @@ mkdir -p "$W/incoming/tree"
 echo in >"$W/incoming/tree/file"
 uds_start || { not_ok "uds-plus starts"; done_testing; }
 check_mode
-uds_wait_synced 20 || not_ok "the first sync"
+uds_wait_synced || not_ok "the first sync"
 ino_big=$(stat -c %i "$D/big.bin")
 ino_dir=$(stat -c %i "$D/dir")
 pushed=$(uds_status bytes_pushed)
@@ -29,7 +29,7 @@ mv "$S/big.bin" "$S/big2.bin"
 mv "$S/dir" "$S/dir2"
 mv "$S/p" "$S/q"			# over an existing file
 mv "$S/a" "$S/b" && mv "$S/b" "$S/c"	# a chain
-if uds_wait_synced 20; then ok "renames: the trees are equal"; else
+if uds_wait_synced; then ok "renames: the trees are equal"; else
 	not_ok "renames: the trees are equal"; fi
 check "a file rename is a rename in SYNCFOLDER" \
 	[ "$(stat -c %i "$D/big2.bin")" = "$ino_big" ]
@@ -45,7 +45,7 @@ mv "$S/dir2" "$W/outside/"		# moved out of SAVINGBOX: a delete
 mv "$W/incoming/tree" "$S/tree"		# moved in: a create
 chmod 700 "$S/c"
 touch -d "2001-02-03 04:05:06" "$S/big2.bin"
-if uds_wait_synced 20; then ok "deletes: the trees are equal"; else
+if uds_wait_synced; then ok "deletes: the trees are equal"; else
 	not_ok "deletes: the trees are equal"; fi
 check "a deleted file is deleted" [ ! -e "$D/q" ]
 check "a deleted tree is deleted" [ ! -e "$D/gone" ]

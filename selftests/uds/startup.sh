@@ -12,7 +12,7 @@ head -c 300000 /dev/urandom >"$D/photos/2024/a.jpg"
 echo "cv" >"$D/docs/cv.txt"
 uds_start || { not_ok "uds-plus starts"; done_testing; }
 check_mode
-if uds_wait_synced 20; then ok "an empty SAVINGBOX is filled"; else
+if uds_wait_synced; then ok "an empty SAVINGBOX is filled"; else
 	not_ok "an empty SAVINGBOX is filled"; fi
 check "filling it pushed nothing back" [ "$(uds_status pushes)" = 0 ]
 uds_stop
@@ -35,7 +35,7 @@ echo "same" >"$D/same.txt"
 echo "mine" >"$S/clash.txt"
 echo "theirs" >"$D/clash.txt"
 uds_start || not_ok "uds-plus starts on two unsynced folders"
-if uds_wait_synced 20; then ok "two unsynced folders are merged"; else
+if uds_wait_synced; then ok "two unsynced folders are merged"; else
 	not_ok "two unsynced folders are merged"; fi
 check "nothing was deleted" [ -f "$S/photos/2024/a.jpg" ] &&
 	[ -f "$S/remote-only.txt" ] && [ -f "$D/local-only.txt" ]

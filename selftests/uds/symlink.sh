@@ -24,7 +24,7 @@ mkdir -p "$S/work"
 echo "w" >"$S/work/file"
 uds_start || { not_ok "uds-plus starts"; done_testing; }
 check_mode
-if uds_wait_synced 20; then ok "SYNCFOLDER equals SAVINGBOX"; else
+if uds_wait_synced; then ok "SYNCFOLDER equals SAVINGBOX"; else
 	not_ok "SYNCFOLDER equals SAVINGBOX"; fi
 check "a link is mirrored as a link" [ -L "$D/abs-link" ]
 check "with the same target" \
@@ -32,7 +32,6 @@ check "with the same target" \
 check "the outside is not copied in" [ -z "$(find "$D" -name key)" ]
 
 # Changes pending in work/, then work/ becomes a link to the outside.
-UDS_T=2
 echo "pending" >>"$S/work/file"
 echo "new" >"$S/work/new"
 rm -r "$S/work"
@@ -40,12 +39,12 @@ ln -s "$W/outside2" "$S/work"
 # The same on the remote side for another directory.
 mkdir -p "$S/shared"
 echo s >"$S/shared/doc"
-uds_wait_synced 20 || not_ok "shared/ is synced"
+uds_wait_synced || not_ok "shared/ is synced"
 rm -r "$D/shared"
 ln -s "$W/outside2" "$D/shared"
 echo "local edit" >>"$S/shared/doc"
 sleep 3
-if uds_wait_synced 20; then ok "after the swaps: the trees are equal"; else
+if uds_wait_synced; then ok "after the swaps: the trees are equal"; else
 	not_ok "after the swaps: the trees are equal"; fi
 check "the remote link was kept as a conflict copy" \
 	[ -L "$S/$(ls "$S" | grep "^shared (testbox's conflicted copy")" ]
