@@ -508,6 +508,69 @@ static void flush(struct uds *u)
 		do_push(u, TRACK_BATCH_NONE);
 }
 
+int uds_start(struct uds *u, struct config *cfg)
+{
+	if (uds_open(u, cfg))
+		return -1;
+	notice_("syncing SAVINGBOX %s -> SYNCFOLDER %s; mode %s; timer %.3g s, "
+		"counter %" PRIu64 " bytes, fail-safe %.3g s; state in %s",
+		cfg->savingbox, cfg->syncfolder,
+		u->mode == TRACK_WATCH_RANGES ? "ranges (the kernel reports "
+		"write ranges)" : "fallback (block delta; this kernel has no "
+		"IN_REPORT_RANGE)", cfg->timer_ms / 1000.0, cfg->counter_bytes,
+		cfg->failsafe_ms / 1000.0, cfg->state_dir);
+
+	/* Start: compare everything with the journal, then settle it. */
+	u->startup = true;
+	if (uds_rescan(u, true, true, true) == 0) {
+		do_pull(u);
+		if (u->ldirty.len || u->nr_lren || u->rdirty.len)
+			do_push(u, TRACK_BATCH_NONE);
+	}
+	u->startup = false;
+	if (cfg->rescan_ms)
+		u->next_rescan = now_ms() + cfg->rescan_ms;
+	status_file(u);
+	return 0;
+}
+
+int uds_step(struct uds *u, int extra_fd, int max_ms)
+{
+	struct pollfd pfd[3] = {
+		{ .fd = track_watch_fd(u->ws), .events = POLLIN },
+		{ .fd = track_watch_fd(u->wd), .events = POLLIN },
+		{ .fd = extra_fd, .events = POLLIN },
+	};
+	int wait = wait_ms(u);
+
+	if (max_ms >= 0 && (wait < 0 || wait > max_ms))
+		wait = max_ms;
+	if (poll(pfd, extra_fd >= 0 ? 3 : 2, wait) < 0 && errno != EINTR) {
+		err_("poll: %s", strerror(errno));
+		return -errno;
+	}
+	tick(u);
+	return extra_fd >= 0 && (pfd[2].revents & POLLIN);
+}
+
+int uds_finish(struct uds *u)
+{
+	if (!u->cfg->once)
+		flush(u);
+	if (u->ldirty.len && !u->broken)
+		warn_("exiting with %zu paths not pushed (they are pushed at "
+		      "the next start)", u->ldirty.len);
+	log_stats(u);
+	status_file(u);
+	if (u->cfg->stats) {
+		fflush(stdout);
+		uds_write_status(u, STDOUT_FILENO);
+	}
+	est_forget(NULL);
+	uds_close(u);
+	return 0;
+}
+
 int uds_run(struct config *cfg)
 {
 	struct uds u;
@@ -516,8 +579,6 @@ int uds_run(struct config *cfg)
 	bool stop = false;
 
 	log_setup("uds-plus", cfg->use_syslog, cfg->log_level);
-	if (uds_open(&u, cfg))
-		return 1;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
@@ -528,49 +589,27 @@ int uds_run(struct config *cfg)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {
 		err_("signalfd: %s", strerror(errno));
-		uds_close(&u);
 		return 1;
 	}
-	notice_("syncing SAVINGBOX %s -> SYNCFOLDER %s; mode %s; timer %.3g s, "
-		"counter %" PRIu64 " bytes, fail-safe %.3g s; state in %s",
-		cfg->savingbox, cfg->syncfolder,
-		u.mode == TRACK_WATCH_RANGES ? "ranges (the kernel reports "
-		"write ranges)" : "fallback (block delta; this kernel has no "
-		"IN_REPORT_RANGE)", cfg->timer_ms / 1000.0, cfg->counter_bytes,
-		cfg->failsafe_ms / 1000.0, cfg->state_dir);
-
-	/* Start: compare everything with the journal, then settle it. */
-	u.startup = true;
-	if (uds_rescan(&u, true, true, true) == 0) {
-		do_pull(&u);
-		if (u.ldirty.len || u.nr_lren || u.rdirty.len)
-			do_push(&u, TRACK_BATCH_NONE);
+	if (uds_start(&u, cfg)) {
+		close(sfd);
+		return 1;
 	}
-	u.startup = false;
-	if (cfg->rescan_ms)
-		u.next_rescan = now_ms() + cfg->rescan_ms;
-	status_file(&u);
 	if (cfg->once) {
 		flush(&u);
 		if (u.ldirty.len || u.rdirty.len || u.broken)
 			ret = 1;
 		stop = true;
 	}
-
 	while (!stop) {
-		struct pollfd pfd[3] = {
-			{ .fd = track_watch_fd(u.ws), .events = POLLIN },
-			{ .fd = track_watch_fd(u.wd), .events = POLLIN },
-			{ .fd = sfd, .events = POLLIN },
-		};
 		struct signalfd_siginfo si;
+		int n = uds_step(&u, sfd, -1);
 
-		if (poll(pfd, 3, wait_ms(&u)) < 0 && errno != EINTR) {
-			err_("poll: %s", strerror(errno));
+		if (n < 0) {
 			ret = 1;
 			break;
 		}
-		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		while (n && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			switch (si.ssi_signo) {
 			case SIGUSR1:
 				log_stats(&u);
@@ -586,22 +625,8 @@ int uds_run(struct config *cfg)
 				stop = true;
 			}
 		}
-		if (!stop)
-			tick(&u);
 	}
-	if (!cfg->once)
-		flush(&u);
-	if (u.ldirty.len && !u.broken)
-		warn_("exiting with %zu paths not pushed (they are pushed at "
-		      "the next start)", u.ldirty.len);
-	log_stats(&u);
-	status_file(&u);
-	if (cfg->stats) {
-		fflush(stdout);
-		uds_write_status(&u, STDOUT_FILENO);
-	}
-	est_forget(NULL);
+	uds_finish(&u);
 	close(sfd);
-	uds_close(&u);
 	return ret;
 }

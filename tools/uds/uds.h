@@ -332,6 +332,13 @@ void uds_set_error(struct uds *u, const char *fmt, ...)
 
 /* engine.c */
 int uds_run(struct config *cfg);
+/* The pieces of uds_run(), for tests that drive the loop themselves. */
+int uds_start(struct uds *u, struct config *cfg);
+/* Wait (at most MAX_MS, -1 as long as nothing is due) and do what is due;
+ * returns 1 if EXTRA_FD became readable. */
+int uds_step(struct uds *u, int extra_fd, int max_ms);
+/* Push what is pending, write the statistics, close. */
+int uds_finish(struct uds *u);
 void uds_write_status(struct uds *u, int fd);
 
 #endif /* UDS_H */
