@@ -208,3 +208,15 @@ $(B)/tests/test_uds_%: tests/test_uds_%.c $(UDS_OBJS) $(LIB_A) | $(DEPS_STAMP)
 	$(CC) $(BASEFLAGS) -Ilibtrack/src -Itests -Itools/uds $(CFLAGS) -o $@ $< \
 		$(shell sed -n 's,^/\* wrap: \(.*\) \*/$$,\1,p' $<) \
 		$(UDS_OBJS) $(LIB_A) $(LDFLAGS) $(DEP_LIBS) -lcmocka
+
+# The systemd user unit of uds-plus (not part of `install`: not every
+# system runs systemd).
+SYSTEMD_USER_DIR ?= $(PREFIX)/lib/systemd/user
+
+.PHONY: install-systemd
+install-systemd:
+	install -d $(DESTDIR)$(SYSTEMD_USER_DIR) $(DESTDIR)$(PREFIX)/share/doc/libtrack
+	sed 's,@BINDIR@,$(BINDIR),' tools/systemd/uds-plus@.service \
+		>$(DESTDIR)$(SYSTEMD_USER_DIR)/uds-plus@.service
+	install -m 644 tools/systemd/uds-plus.conf.example \
+		$(DESTDIR)$(PREFIX)/share/doc/libtrack/

@@ -194,6 +194,16 @@ static int set_str(char **dst, const char *val)
 {
 	char *copy = strdup(val);
 
+	if (copy && val[0] == '~' && (val[1] == '/' || !val[1])) {
+		/* "~/x" in a config file means $HOME/x, as in a shell. */
+		const char *home = getenv("HOME");
+
+		free(copy);
+		copy = NULL;
+		if (!home || asprintf(&copy, "%s%s", home, val + 1) < 0)
+			return -EINVAL;
+	}
+
 	if (!copy)
 		return -ENOMEM;
 	free(*dst);

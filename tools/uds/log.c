@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* Logging to stderr or syslog, with levels. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <strings.h>
 #include <syslog.h>
 #include <time.h>
@@ -10,12 +13,27 @@
 
 static const char *log_ident = "uds-plus";
 static bool log_syslog;
+static bool log_journal;	/* stderr is the journal: "<N>" prefixes */
 static enum log_level log_max = LOG_INFO_;
 
 static const char *const names[] = { "error", "warning", "notice", "info",
 				     "debug" };
 static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO,
 			    LOG_DEBUG };
+
+/* systemd sets JOURNAL_STREAM=dev:ino when stderr goes to the journal. */
+static bool stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (!js || sscanf(js, "%llu:%llu", &dev, &ino) != 2 ||
+	    fstat(STDERR_FILENO, &st))
+		return false;
+	return (unsigned long long)st.st_dev == dev &&
+	       (unsigned long long)st.st_ino == ino;
+}
 
 void log_setup(const char *ident, bool use_syslog, enum log_level level)
 {
@@ -24,6 +42,7 @@ void log_setup(const char *ident, bool use_syslog, enum log_level level)
 	log_max = level;
 	if (use_syslog)
 		openlog(ident, LOG_PID, LOG_DAEMON);
+	log_journal = stderr_is_journal();
 }
 
 bool log_enabled(enum log_level level)
@@ -57,6 +76,11 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	if (log_syslog) {
 		vsyslog(prio[level], fmt, ap);
+	} else if (log_journal) {
+		/* The journal adds time and name; it reads the level. */
+		fprintf(stderr, "<%d>", prio[level]);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
 	} else {
 		struct timespec ts;
 		struct tm tm;
