@@ -1219,6 +1219,7 @@ static int run_passes(struct uds *u, struct hmap *map, int allow,
 int uds_pull(struct uds *u)
 {
 	struct pass ps = { 0 };
+	uint64_t files = u->st.files_pulled;
 	int err;
 
 	if (!u->rdirty.len && !u->nr_rren)
@@ -1230,8 +1231,12 @@ int uds_pull(struct uds *u)
 		err = run_passes(u, &u->rdirty, 0, &ps);
 	if (!err)
 		err = journal_commit(&u->j);
-	if (ps.wrote)
+	if (ps.wrote) {
 		u->st.pulls++;
+		info_("pull %llu: %llu files from SYNCFOLDER",
+		      (unsigned long long)u->st.pulls,
+		      (unsigned long long)(u->st.files_pulled - files));
+	}
 	if (err)
 		finish_pass(u, &ps);
 	return err;
@@ -1240,7 +1245,7 @@ int uds_pull(struct uds *u)
 int uds_push(struct uds *u, enum track_batch_reason why)
 {
 	struct pass ps = { 0 };
-	uint64_t before = u->st.bytes_pushed;
+	uint64_t before = u->st.bytes_pushed, errors = u->st.errors;
 	int err;
 
 	if (uds_check_roots(u))
@@ -1272,7 +1277,9 @@ int uds_push(struct uds *u, enum track_batch_reason why)
 		      (unsigned long long)(u->st.bytes_pushed - before));
 	}
 	if (!err) {
-		u->last_error[0] = '\0';
+		/* A clean push clears the last error; one with errors not. */
+		if (u->st.errors == errors)
+			u->last_error[0] = '\0';
 		journal_maybe_compact(&u->j, &u->base, u->cfg->savingbox,
 				      u->cfg->syncfolder);
 	}
