@@ -910,12 +910,42 @@ static bool same_content(struct uds *u, const char *p, const struct snap *a,
 
 #define ALLOW_PUSH 1
 
-/* Bring path P in line. Returns 0 or a negative errno. */
+/*
+ * Put back what sync_path() took for a path it did not finish: its pending
+ * changes (merged with any that came meanwhile) and its remote mark.
+ */
+static void restore_marks(struct uds *u, const char *p, struct ldirty *ld,
+			  bool remote)
+{
+	if (ld) {
+		struct ldirty *now = hmap_get(&u->ldirty, p);
+
+		if (!now && !hmap_put(&u->ldirty, p, ld, NULL)) {
+			ld = NULL;
+		} else if (now) {
+			/* Both: the ranges cannot be merged cheaply. */
+			now->flags |= ld->flags | (ld->flags & LD_RANGES ?
+						   LD_WHOLE : 0);
+		} else {
+			u->need_rescan_s = true;
+		}
+		free_ldirty(ld);
+	}
+	if (remote)
+		uds_mark_remote(u, p);
+}
+
+/*
+ * Bring path P in line. Its marks are taken out of the maps first, so
+ * whatever the transfer marks again (something changed under it) stays
+ * for the next round. Returns 0 or a negative errno (marks restored).
+ */
 static int sync_path(struct uds *u, const char *p, int allow,
 		     struct pass *ps)
 {
 	struct entry *b = base_get(u, p);
-	struct ldirty *ld = hmap_get(&u->ldirty, p);
+	struct ldirty *ld = hmap_del(&u->ldirty, p);
+	bool remote = hmap_del(&u->rdirty, p) != NULL;
 	const struct snap *bs = b ? &b->s : &no_snap;
 	const struct snap *bd = b ? &b->d : &no_snap;
 	unsigned int flags = ld ? ld->flags : 0;
@@ -925,12 +955,12 @@ static int sync_path(struct uds *u, const char *p, int allow,
 	int err;
 
 	if (uds_ignored(u, p))
-		goto clean;
+		goto done;
 	err = fsx_snap(u->sfd, p, &ls);
 	if (!err)
 		err = fsx_snap(u->dfd, p, &rs);
 	if (err)
-		return err;
+		goto fail;
 	lchg = !snap_eq(&ls, bs) || (flags & (LD_WHOLE | LD_RANGES | LD_ATTR));
 	rchg = !snap_eq(&rs, bd);
 	if (b && b->inflight && rchg) {
@@ -941,12 +971,12 @@ static int sync_path(struct uds *u, const char *p, int allow,
 	}
 
 	if (!lchg && !rchg)
-		goto clean;
+		goto done;
 
 	if (lchg && !rchg) {
 		if (!(allow & ALLOW_PUSH)) {
 			/* Not now: it waits for the next push. */
-			hmap_del(&u->rdirty, p);
+			restore_marks(u, p, ld, false);
 			uds_mark_local(u, p, LD_CHECK);
 			return 0;
 		}
@@ -962,29 +992,29 @@ static int sync_path(struct uds *u, const char *p, int allow,
 		err = transfer(u, p, true, &ls, &rs, how,
 			       ld ? &ld->ext : NULL, ps);
 		if (err)
-			return err;
-		goto clean;
+			goto fail;
+		goto done;
 	}
 
 	if (!lchg && rchg) {
 		err = transfer(u, p, false, &rs, &ls, C_WHOLE, NULL, ps);
 		if (err)
-			return err;
-		goto clean;
+			goto fail;
+		goto done;
 	}
 
 	/* Both changed. */
 	if (ls.type == 0 && rs.type == 0) {
 		base_drop(u, p);
-		goto clean;
+		goto done;
 	}
 	if (ls.type == rs.type && ls.type != 'o' && same_content(u, p, &ls,
 								  &rs)) {
 		/* Same data: attributes from SAVINGBOX, nothing else. */
 		err = transfer(u, p, true, &ls, &rs, C_NONE, NULL, ps);
 		if (err)
-			return err;
-		goto clean;
+			goto fail;
+		goto done;
 	}
 	if (ls.type == 0) {
 		/* Deleted here, changed there: the change wins. */
@@ -992,24 +1022,26 @@ static int sync_path(struct uds *u, const char *p, int allow,
 			"SYNCFOLDER: keeping the changed one", log_path(p));
 		err = transfer(u, p, false, &rs, &ls, C_WHOLE, NULL, ps);
 		if (err)
-			return err;
-		goto clean;
+			goto fail;
+		goto done;
 	}
 	if (rs.type != 0) {
 		err = conflict(u, p, &rs);
 		if (err)
-			return err;
+			goto fail;
 	} else {
 		notice_("'%s' was deleted in SYNCFOLDER but changed in "
 			"SAVINGBOX: keeping the changed one", log_path(p));
 	}
 	err = transfer(u, p, true, &ls, &rs, C_WHOLE, NULL, ps);
 	if (err)
-		return err;
-clean:
-	free_ldirty(hmap_del(&u->ldirty, p));
-	hmap_del(&u->rdirty, p);
+		goto fail;
+done:
+	free_ldirty(ld);
 	return 0;
+fail:
+	restore_marks(u, p, ld, remote);
+	return err;
 }
 
 /* --- renames --------------------------------------------------------- */
