@@ -12,5 +12,7 @@
 
 #include <libtrack/version.h>
 #include <libtrack/dm.h>
+#include <libtrack/watch.h>
+#include <libtrack/batch.h>
 
 #endif /* LIBTRACK_H */
