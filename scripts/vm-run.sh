@@ -1,14 +1,15 @@
 #!/bin/bash
 # Boot the patched kernel in QEMU and run the VM tests (or the demo).
 #
-# Usage: scripts/vm-run.sh [--demo] [--boot NAME]... [--only REGEX] [--out DIR]
+# Usage: scripts/vm-run.sh [--demo | --bench] [--boot NAME]... [--only REGEX]
+#                          [--out DIR]
 #
 # The entries of build/selftests/tests.list are grouped by their boot column;
 # each boot is one QEMU run, in the order the boots first appear. The disks
 # (four virtio disks backed by sparse files) persist from one boot to the
 # next within a run, so a test can crash the VM in one boot and check what
-# survived in the next. Boots named demo* run only with --demo, and then
-# their output is shown as it comes.
+# survived in the next. Boots named demo* run only with --demo, boots named
+# bench* only with --bench, and then their output is shown as it comes.
 #
 # Writes DIR/vm.tap (every boot's results, KTAP) and DIR/console-BOOT.log.
 # Exit status: 0 when every entry passed or skipped, 1 otherwise.
@@ -21,12 +22,14 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 demo=0
-only=
+kind=demo
+only=${LIBTRACK_ONLY:-}
 out="$top/build/vm"
 boots=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--demo) demo=1 ;;
+	--bench) demo=1; kind=bench ;;
 	--boot) boots+=("$2"); shift ;;
 	--out) out=$2; shift ;;
 	--only) only=$2; shift ;;
@@ -44,7 +47,8 @@ list="$top/build/selftests/tests.list"
 if [ ${#boots[@]} -eq 0 ]; then
 	while read -r b; do
 		case "$b" in
-		demo*) [ $demo = 1 ] && boots+=("$b") ;;
+		demo* | bench*) [ $demo = 1 ] && [ "${b#"$kind"}" != "$b" ] &&
+			boots+=("$b") ;;
 		*) [ $demo = 0 ] && boots+=("$b") ;;
 		esac
 	done < <(grep -v '^[[:space:]]*#' "$list" | grep -E -- "${only:-.}" |
@@ -89,7 +93,9 @@ for boot in "${boots[@]}"; do
 		-drive "file=$out/disks/vdd.img,if=virtio,format=raw,cache=writeback" \
 		</dev/null 2>"$out/qemu-$boot.err" | tr -d '\r' | tee "$results" |
 		awk -v demo=$demo -v boot="$boot" '
-			demo { sub(/^    /, ""); if ($0 !~ /^(KTAP|1\.\.|# RUN|# BOOT-DONE|# REBOOT-EXPECTED|ok |not ok )/) print; fflush(); next }
+			demo && /^    / { sub(/^    /, ""); if ($0 !~ /^(TAP version|1\.\.|ok |not ok )/) print; fflush(); next }
+			demo && /^not ok / { print "FAILED: " $0; fflush(); next }
+			demo { next }
 			/^# RUN / { buf = ""; next }
 			/^    / { buf = buf $0 "\n"; next }
 			/^(not )?ok / {
