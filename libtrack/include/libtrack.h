@@ -11,5 +11,6 @@
 #define LIBTRACK_H
 
 #include <libtrack/version.h>
+#include <libtrack/stream.h>
 
 #endif /* LIBTRACK_H */
