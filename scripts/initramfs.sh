@@ -19,7 +19,7 @@ done
 
 # Programs from the host the tests use, with their libraries.
 host_progs="/sbin/dmsetup /sbin/mke2fs /sbin/e2fsck /sbin/blkdiscard
-	/usr/bin/cmp /usr/bin/fio /usr/bin/setpriv"
+	/usr/bin/cmp /usr/bin/setpriv"
 for p in $host_progs; do
 	[ -x "$p" ] || die "$p is missing; run scripts/deps.sh"
 	rm -f "$root$p"
@@ -32,12 +32,13 @@ ln -sf mke2fs "$root/sbin/mkfs.ext4"
 cp "$top"/build/bin/* "$root/usr/local/bin/" 2>/dev/null || true
 cp -r "$top"/build/selftests/. "$root/selftests/"
 cp "$top"/selftests/harness/*.sh "$root/selftests/bin/" 2>/dev/null || true
-[ -f "$top/dm-track/dm-track.ko" ] &&
+if [ -f "$top/dm-track/dm-track.ko" ]; then
 	cp "$top/dm-track/dm-track.ko" "$root/lib/modules/extra/"
+fi
 
 # Shared libraries of every ELF file, and the dynamic loader.
 find "$root" -type f -perm -u+x | while read -r f; do
-	ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^\t\// { print $1 }'
+	ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^\t\// { print $1 }'  || true
 done | sort -u | while read -r lib; do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"

@@ -8,7 +8,7 @@ load_kernel_env
 
 out="$top/build/selftests"
 cc=${CC:-cc}
-cflags="-O2 -g -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
+cflags="-O2 -g -D_GNU_SOURCE -Wall -Werror
 	-isystem $KHDR -I$KSRC/tools/testing/selftests -I$top/selftests/harness
 	-I$top/libtrack/include"
 libs="$top/build/lib/libtrack.a $(pkg-config --libs libmnl devmapper zlib) -lpthread"

@@ -23,8 +23,8 @@ FIXTURE_SETUP(linear)
 	ASSERT_EQ(0, vm_run("echo '0 65536 linear " VM_DISK_B " %llu' | "
 			    "dmsetup create --noudevsync " DM_NAME,
 			    OFFSET_SECTORS));
-	self->buf = malloc(LEN);
-	self->back = malloc(LEN);
+	ASSERT_EQ(0, posix_memalign((void **)&self->buf, 4096, LEN));
+	ASSERT_EQ(0, posix_memalign((void **)&self->back, 4096, LEN));
 	ASSERT_NE(NULL, self->buf);
 	ASSERT_NE(NULL, self->back);
 }

@@ -49,8 +49,8 @@ TEST_F(watch, write_to_file_in_watched_dir_reports_in_modify)
 	n = read(self->ifd, buf, sizeof(buf));
 	ASSERT_LE((ssize_t)sizeof(*ev), n);
 	EXPECT_EQ(self->wd, ev->wd);
-	EXPECT_EQ(IN_MODIFY, ev->mask);
-	ASSERT_LT(0, ev->len);
+	EXPECT_EQ((uint32_t)IN_MODIFY, ev->mask);
+	ASSERT_LT(0U, ev->len);
 	EXPECT_STREQ("file", ev->name);
 	EXPECT_EQ(sizeof(*ev) + ev->len, (size_t)n);
 }
