@@ -474,6 +474,26 @@ TRACK_EXPORT int track_stream_write_zero(struct track_stream_writer *w,
 	return ret;
 }
 
+TRACK_EXPORT int track_stream_writer_flush(struct track_stream_writer *w)
+{
+	int ret;
+
+	if (!w)
+		return -EINVAL;
+	if (w->err)
+		return w->err;
+	if (w->finished)
+		return 0;
+	ret = wr_flush_data(w);
+	if (!ret)
+		ret = wr_flush_zero(w);
+	if (!ret)
+		ret = wr_flush(w);
+	if (ret)
+		w->err = ret;
+	return ret;
+}
+
 TRACK_EXPORT int track_stream_writer_totals(const struct track_stream_writer *w,
 					    struct track_stream_totals *t)
 {

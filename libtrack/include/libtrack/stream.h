@@ -122,6 +122,12 @@ int track_stream_write_data(struct track_stream_writer *w, uint64_t first,
 int track_stream_write_zero(struct track_stream_writer *w, uint64_t first,
 			    uint64_t count);
 
+/*
+ * Write every record gathered so far and hand all buffered bytes to FN, so
+ * that the caller can sync them (the stream goes on afterwards).
+ */
+int track_stream_writer_flush(struct track_stream_writer *w);
+
 /* Totals so far (before finish: bytes handed to FN, records complete). */
 int track_stream_writer_totals(const struct track_stream_writer *w,
 			       struct track_stream_totals *t);
