@@ -629,7 +629,7 @@ static void each_wrong_header_field_is_named(void **state)
 		{ SF_H_FLAGS, 4, 0x10, -EPROTONOSUPPORT, "unknown header flags" },
 		{ SF_H_BLOCK, 4, 3000, -EBADMSG, "block size 3000" },
 		{ SF_H_BLOCK, 4, 256, -EBADMSG, "block size 256" },
-		{ SF_H_BLOCK, 4, 1 << 21, -EBADMSG, "block size 2097152" },
+		{ SF_H_BLOCK, 4, 1 << 26, -EBADMSG, "block size 67108864" },
 		{ SF_H_BLOCK, 4, 0, -EBADMSG, "block size 0" },
 		{ SF_H_DEVSIZE, 8, 0, -EBADMSG, "device size 0" },
 		{ SF_H_DEVSIZE, 8, UINT64_MAX, -EBADMSG, "device size" },

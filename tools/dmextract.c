@@ -180,7 +180,7 @@ int main(int argc, char **argv)
 			    v < TRACK_STREAM_MIN_BLOCK ||
 			    v > TRACK_STREAM_MAX_BLOCK || (v & (v - 1)))
 				return bad_usage("--block-size must be a power "
-						 "of two from 512 to 1M");
+						 "of two from 512 to 32M");
 			o.block_size = v;
 			break;
 		case OPT_SOURCE_ID:

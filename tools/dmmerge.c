@@ -78,7 +78,8 @@ struct merge {
 	unsigned char *bbuf;
 	size_t bused;
 	uint64_t bzero;		/* bytes of zero runs in the batch */
-	unsigned char *chunk;
+	unsigned char *chunk;	/* CHUNK bytes, or one block if larger */
+	size_t chunk_len;
 
 	/* what was written */
 	uint64_t written;	/* records */
@@ -321,7 +322,7 @@ static int check_state(struct merge *m)
 		ds_err("warning: %s; applying it anyway (--force)", why);
 		return 0;
 	}
-	ds_err("refusing the stream: %s; --force applies it anyway", why);
+	ds_err("refusing the stream: %s (--force applies it anyway)", why);
 	return -EPERM;
 }
 
@@ -409,9 +410,9 @@ static int zero_range(struct merge *m, uint64_t off, uint64_t len)
 		return 0;
 	if (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS)
 		return -errno;
-	memset(m->chunk, 0, CHUNK);
+	memset(m->chunk, 0, m->chunk_len);
 	while (len) {
-		n = len < CHUNK ? len : CHUNK;
+		n = len < m->chunk_len ? len : m->chunk_len;
 		ret = ds_pwrite_all(m->tfd, m->chunk, n, off);
 		if (ret)
 			return ret;
@@ -488,7 +489,7 @@ static int undo_save(struct merge *m, const struct brec *b)
 	int ret;
 
 	while (left) {
-		n = left < CHUNK ? left : CHUNK;
+		n = left < m->chunk_len ? left : m->chunk_len;
 		ret = ds_pread_all(m->tfd, m->chunk, n, first * bs);
 		if (ret) {
 			ds_err("reading old contents of %s at byte %" PRIu64
@@ -638,6 +639,12 @@ static int read_stream_header(struct merge *m)
 	if (ret) {
 		ds_err("%s: %s", m->input, track_stream_reader_error(m->r));
 		return ret;
+	}
+	m->chunk_len = m->info.block_size > CHUNK ? m->info.block_size : CHUNK;
+	m->chunk = malloc(m->chunk_len);
+	if (!m->chunk) {
+		ds_err("out of memory");
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -879,11 +886,6 @@ int main(int argc, char **argv)
 		return bad_usage("--verify writes nothing, so no --undo");
 	if (m.undo_path && m.target && !strcmp(m.undo_path, m.target))
 		return bad_usage("the undo file cannot be the target");
-	m.chunk = malloc(CHUNK);
-	if (!m.chunk) {
-		ds_err("out of memory");
-		return DS_EXIT_FAIL;
-	}
 	ds_catch_signals();
 	ret = m.rollback ? rollback(&m) : merge(&m);
 	track_stream_reader_free(m.r);

@@ -70,7 +70,8 @@
 #define SF_E_DIGEST		40	/* u32 */
 #define SF_E_RESERVED		44	/* u32, zero */
 
-/* Largest payload of a skippable record a reader will look at. */
+/* Largest payload of a skippable record a reader will look at (its buffer
+ * holds at least this much). */
 #define SF_MAX_SKIP		TRACK_STREAM_MAX_RECORD
 
 static inline void sf_put16(unsigned char *p, uint16_t v)

@@ -41,6 +41,7 @@ struct track_stream_reader {
 	struct track_stream_info info;
 	uint32_t bs;
 	uint64_t nr_blocks;
+	uint32_t max_record;	/* largest raw data record */
 	uint64_t next_block;
 	uint64_t seq;
 	uint32_t digest;
@@ -266,7 +267,7 @@ TRACK_EXPORT int track_stream_read_header(struct track_stream_reader *r,
 		   in->block_size > TRACK_STREAM_MAX_BLOCK ||
 		   (in->block_size & (in->block_size - 1))) {
 		rd_fail(r, ret, SF_H_BLOCK, "block size %" PRIu32 " is not a "
-			"power of two from 512 to 1048576", in->block_size);
+			"power of two from 512 to 33554432", in->block_size);
 	} else if (!in->device_size || in->device_size > (UINT64_C(1) << 62)) {
 		rd_fail(r, ret, SF_H_DEVSIZE, "device size %" PRIu64 " is "
 			"invalid", in->device_size);
@@ -286,15 +287,15 @@ TRACK_EXPORT int track_stream_read_header(struct track_stream_reader *r,
 
 	r->bs = in->block_size;
 	r->nr_blocks = sf_nr_blocks(in->device_size, r->bs);
+	r->max_record = r->bs > TRACK_STREAM_MAX_RECORD ? r->bs :
+			TRACK_STREAM_MAX_RECORD;
 	r->digest = track_crc32c(0, h, hlen);
-	if (posix_memalign((void **)&r->payload, 4096,
-			   TRACK_STREAM_MAX_RECORD)) {
+	if (posix_memalign((void **)&r->payload, 4096, r->max_record)) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	if (in->flags & TRACK_STREAM_ZLIB) {
-		if (posix_memalign((void **)&r->raw, 4096,
-				   TRACK_STREAM_MAX_RECORD) ||
+		if (posix_memalign((void **)&r->raw, 4096, r->max_record) ||
 		    inflateInit2(&r->z, -15) != Z_OK) {
 			ret = -ENOMEM;
 			goto out;
@@ -456,10 +457,10 @@ next:
 					       "or flags", seq, run);
 			break;
 		}
-		if (raw > TRACK_STREAM_MAX_RECORD)
+		if (raw > r->max_record)
 			return rd_fail(r, -EBADMSG, roff, "record %" PRIu64
-				       " (%s) is larger than %u bytes", seq,
-				       run, TRACK_STREAM_MAX_RECORD);
+				       " (%s) is larger than %" PRIu32
+				       " bytes", seq, run, r->max_record);
 		if (flags & ~SF_RF_ZLIB)
 			return rd_fail(r, -EBADMSG, roff, "record %" PRIu64
 				       " (%s) has unknown flags 0x%x", seq,

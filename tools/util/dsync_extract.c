@@ -37,6 +37,7 @@ struct ds_extract {
 	struct ds_source *src;
 	struct track_stream_writer *w;
 	struct ds_progress *prog;
+	uint32_t win_bytes;	/* 4 MiB, or one block if larger */
 	uint64_t win_blocks;
 	uint64_t gap_blocks;
 
@@ -462,12 +463,14 @@ int ds_extract_start(struct ds_extract **xp, struct ds_source *src,
 	x->src = src;
 	x->w = w;
 	x->prog = progress;
-	x->win_blocks = WIN_BYTES / src->bs;
+	x->win_bytes = src->bs > WIN_BYTES ? src->bs : WIN_BYTES;
+	x->win_blocks = x->win_bytes / src->bs;
 	x->gap_blocks = GAP_BYTES / src->bs;
 	pthread_mutex_init(&x->lock, NULL);
 	pthread_cond_init(&x->cond, NULL);
 	for (i = 0; i < NWIN; i++) {
-		if (posix_memalign((void **)&x->win[i].buf, 4096, WIN_BYTES)) {
+		if (posix_memalign((void **)&x->win[i].buf, 4096,
+				   x->win_bytes)) {
 			ds_extract_free(x);
 			return -ENOMEM;
 		}

@@ -34,14 +34,15 @@ struct track_stream_reader;
 
 /* Limits of the format. */
 #define TRACK_STREAM_MIN_BLOCK	512u
-#define TRACK_STREAM_MAX_BLOCK	(1u << 20)
-#define TRACK_STREAM_MAX_RECORD	(8u << 20)	/* raw bytes of one data record */
+#define TRACK_STREAM_MAX_BLOCK	(1u << 25)
+/* Raw bytes of one data record: at most this, or one block if larger. */
+#define TRACK_STREAM_MAX_RECORD	(8u << 20)
 #define TRACK_STREAM_ID_MAX	128		/* bytes of source id */
 
 /* What the header says. */
 struct track_stream_info {
 	uint32_t flags;		/* TRACK_STREAM_* */
-	uint32_t block_size;	/* bytes, a power of two, 512 .. 1 MiB */
+	uint32_t block_size;	/* bytes, a power of two, 512 .. 32 MiB */
 	uint64_t device_size;	/* bytes; the last block may be partial */
 	uint64_t base_epoch;	/* the receiver must hold at least this epoch */
 	uint64_t new_epoch;	/* the receiver holds this epoch afterwards */
