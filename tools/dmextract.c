@@ -6,7 +6,6 @@
  *                                            epoch, send it, commit it
  *   dmextract [options] --dirty FILE --device PATH
  *   dmextract [options] --all --device PATH
- *   dmextract --commit EPOCH NAME | --abort EPOCH NAME
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +30,6 @@ static void usage(FILE *f)
 "Usage: dmextract [options] NAME              changed blocks of dm-track NAME\n"
 "       dmextract [options] --dirty FILE --device PATH\n"
 "       dmextract [options] --all --device PATH\n"
-"       dmextract --commit EPOCH NAME | --abort EPOCH NAME\n"
 "Write changed blocks as a dsync stream to stdout, for dmmerge.\n"
 "With NAME: freeze an epoch, send its blocks, commit it on success; on any\n"
 "failure or signal the epoch is aborted and its blocks stay dirty.\n"
@@ -45,8 +43,7 @@ static void usage(FILE *f)
 "      --base-epoch N, --new-epoch N   epochs of a --dirty stream\n"
 "  -z, --compress[=N]    deflate the stream (level N, 1-9, default 1)\n"
 "  -o, --output FILE     write to FILE (synced before the commit)\n"
-"  -n, --no-commit       leave the epoch frozen for a later --commit\n"
-"      --commit EPOCH, --abort EPOCH   finish a --no-commit extraction\n"
+"  -n, --no-commit       leave the epoch frozen (dmtrack commit/abort it)\n"
 "  -P, --progress        progress on stderr even if it is not a terminal\n"
 "      --no-progress     no progress line\n"
 "  -v, --verbose         totals on stderr\n"
@@ -54,8 +51,7 @@ static void usage(FILE *f)
 "Exit status: 0 ok, 1 failure (epoch aborted), 2 usage. See dmextract(1).\n");
 }
 
-enum { OPT_SOURCE_ID = 256, OPT_BASE, OPT_NEW, OPT_COMMIT, OPT_ABORT,
-       OPT_NO_PROGRESS };
+enum { OPT_SOURCE_ID = 256, OPT_BASE, OPT_NEW, OPT_NO_PROGRESS };
 
 static const struct option longopts[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -68,8 +64,6 @@ static const struct option longopts[] = {
 	{ "compress", optional_argument, NULL, 'z' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "no-commit", no_argument, NULL, 'n' },
-	{ "commit", required_argument, NULL, OPT_COMMIT },
-	{ "abort", required_argument, NULL, OPT_ABORT },
 	{ "progress", no_argument, NULL, 'P' },
 	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -143,9 +137,10 @@ static int extract(const struct ds_opts *o)
 		ds_epoch_abort(&ep);
 	} else if (o->no_commit) {
 		fprintf(stderr, "%s: epoch %" PRIu64 " of %s stays frozen; "
-			"once the replica has it, run: dmextract --commit %"
-			PRIu64 " %s\n", ds_prog, ep.epoch, o->name, ep.epoch,
-			o->name);
+			"once the replica has it, run: dmtrack commit %s %"
+			PRIu64 " (or dmtrack abort %s %" PRIu64 ")\n", ds_prog,
+			ep.epoch, o->name, o->name, ep.epoch, o->name,
+			ep.epoch);
 	} else {
 		ret = ds_epoch_commit(&ep);
 	}
@@ -216,14 +211,6 @@ int main(int argc, char **argv)
 		case 'n':
 			o.no_commit = true;
 			break;
-		case OPT_COMMIT:
-		case OPT_ABORT:
-			if (ds_parse_u64(optarg, false, &v) || !v)
-				return bad_usage("--commit and --abort take "
-						 "the epoch dmextract printed");
-			o.action = c == OPT_COMMIT ? DS_COMMIT : DS_ABORT;
-			o.action_epoch = v;
-			break;
 		case 'P':
 			o.progress = DS_PROGRESS_ON;
 			break;
@@ -253,11 +240,6 @@ int main(int argc, char **argv)
 	if ((o.base_epoch || o.new_epoch) && o.name)
 		return bad_usage("--base-epoch and --new-epoch are for "
 				 "--device; dm-track keeps its own epochs");
-	if (o.action)
-		return o.name && !o.device && !o.dirty ?
-			ds_dm_action(&o) :
-			bad_usage("--commit and --abort take a dm-track "
-				  "device NAME and nothing else");
 	if (o.device) {
 		if (o.name)
 			return bad_usage("give either a dm-track NAME or "

@@ -38,10 +38,3 @@ int ds_epoch_abort(struct ds_epoch *e)
 void ds_epoch_close(struct ds_epoch *e)
 {
 }
-
-int ds_dm_action(const struct ds_opts *o)
-{
-	ds_err("%s: this build of libtrack has no dm-track support yet",
-	       o->name);
-	return DS_EXIT_FAIL;
-}

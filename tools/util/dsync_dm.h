@@ -13,8 +13,6 @@
 
 #include "dsync_util.h"
 
-enum ds_action { DS_NONE, DS_COMMIT, DS_ABORT };
-
 struct ds_opts {
 	const char *name;	/* dm-track device */
 	const char *device;	/* --device PATH */
@@ -29,8 +27,6 @@ struct ds_opts {
 	bool no_commit;
 	bool verbose;
 	enum ds_progress_mode progress;
-	enum ds_action action;
-	uint64_t action_epoch;
 };
 
 /* A frozen epoch of a dm-track device. */
@@ -57,9 +53,6 @@ int ds_epoch_for_each(struct ds_epoch *e,
 int ds_epoch_commit(struct ds_epoch *e);
 int ds_epoch_abort(struct ds_epoch *e);
 void ds_epoch_close(struct ds_epoch *e);
-
-/* dmextract --commit/--abort EPOCH NAME */
-int ds_dm_action(const struct ds_opts *o);
 
 /*
  * Extract what O asks for as a stream into OUT. With a dm-track device the
