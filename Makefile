@@ -78,9 +78,12 @@ examples: $(EXAMPLES)
 
 # --- the library ---------------------------------------------------------
 
-$(B)/libtrack/%.o: libtrack/src/%.c $(LIB_HDRS) libtrack/src/*.h | $(DEPS_STAMP)
+# dm-track's uapi header (<linux/dm-track.h>) is used from its source.
+$(B)/libtrack/%.o: libtrack/src/%.c $(LIB_HDRS) libtrack/src/*.h \
+		dm-track/include/uapi/linux/dm-track.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(DEP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
+	$(CC) $(BASEFLAGS) -Idm-track/include/uapi $(DEP_CFLAGS) $(CFLAGS) \
+		-fPIC -fvisibility=hidden \
 		-c -o $@ $<
 
 $(LIB_SO): $(LIB_OBJS) libtrack/libtrack.map
@@ -88,7 +91,7 @@ $(LIB_SO): $(LIB_OBJS) libtrack/libtrack.map
 	$(CC) $(CFLAGS) -shared -o $@ $(LIB_OBJS) \
 		-Wl,-soname,libtrack.so.$(SOVERSION) \
 		-Wl,--version-script=libtrack/libtrack.map -Wl,-z,defs \
-		$(LDFLAGS) $(DEP_LIBS)
+		$(LDFLAGS) -Wl,--as-needed $(DEP_LIBS)
 	ln -sf libtrack.so.$(VERSION) $(B)/lib/libtrack.so.$(SOVERSION)
 	ln -sf libtrack.so.$(SOVERSION) $(B)/lib/libtrack.so
 
@@ -159,7 +162,8 @@ bench: all initramfs
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/libtrack \
 		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man8
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libtrack.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtrack.so.$(SOVERSION)
@@ -173,14 +177,14 @@ install: all
 	    libtrack/libtrack.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libtrack.pc
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 	install -m 644 libtrack/man/*.3 $(DESTDIR)$(MANDIR)/man3/
-	if ls tools/man/*.1 >/dev/null 2>&1; then \
-		install -m 644 tools/man/*.1 $(DESTDIR)$(MANDIR)/man1/; fi
+	for m in tools/man/*.[178]; do [ -f "$$m" ] || continue; \
+		install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man$${m##*.}/; done
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libtrack.* $(DESTDIR)$(PKGCONFIGDIR)/libtrack.pc
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/libtrack $(DESTDIR)$(INCLUDEDIR)/libtrack.h
 	for t in $(notdir $(TOOLS)); do rm -f $(DESTDIR)$(BINDIR)/$$t \
-		$(DESTDIR)$(MANDIR)/man1/$$t.1; done
+		$(DESTDIR)$(MANDIR)/man[178]/$$t.[178]; done
 	for m in libtrack/man/*.3; do \
 		rm -f $(DESTDIR)$(MANDIR)/man3/$$(basename $$m); done
 

@@ -16,17 +16,12 @@
 #   LIBTRACK_KASAN   0 builds without KASAN (for measuring its cost)
 #   JOBS             parallel make jobs (default: number of CPUs)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
-top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${LIBTRACK_CACHE:-$HOME/.cache/libtrack}
 jobs=${JOBS:-$(nproc)}
 tarball=/usr/src/linux-source-6.12.tar.xz
 keep=3
-
-die() {
-	echo "kernel: $*" >&2
-	exit 1
-}
 
 [ -f "$tarball" ] ||
 	die "$tarball is missing; run scripts/deps.sh (it installs linux-source-6.12)"
@@ -63,7 +58,6 @@ key=$({
 	done
 } | sha256sum | cut -c1-16)
 
-pristine="$cache/src/linux-source-6.12-$srcver"
 tree="$cache/kernel/$key"
 ksrc="$tree/src"
 kbuild="$tree/build"
@@ -93,19 +87,8 @@ if [ -f "$tree/done" ]; then
 	exit 0
 fi
 
-# Unpack the pristine source once.
-mkdir -p "$cache/src"
-exec 8>"$cache/src/.lock"
-flock 8
-if [ ! -f "$pristine/.unpacked" ]; then
-	echo "kernel: unpacking $tarball"
-	rm -rf "$pristine" "$pristine.tmp"
-	mkdir -p "$pristine.tmp"
-	tar -xf "$tarball" -C "$pristine.tmp" --strip-components=1
-	touch "$pristine.tmp/.unpacked"
-	mv "$pristine.tmp" "$pristine"
-fi
-flock -u 8
+# The pristine source, unpacked once.
+pristine=$(pristine_source)
 
 # A hard-linked copy of the source with the series applied. GNU patch
 # replaces the files it changes, so the pristine tree is never modified.

@@ -15,3 +15,29 @@ load_kernel_env() {
 	. "$top/build/kernel.env"
 	[ -f "$KIMAGE" ] || die "$KIMAGE is missing; run 'make kernel' again"
 }
+
+# The pristine linux-source-6.12 tree, unpacked once into the cache; prints
+# its path. Several checkouts may share the cache, hence the lock.
+pristine_source() {
+	local cache=${LIBTRACK_CACHE:-$HOME/.cache/libtrack}
+	local tarball=/usr/src/linux-source-6.12.tar.xz
+	local ver dir
+
+	[ -f "$tarball" ] ||
+		die "$tarball is missing; run scripts/deps.sh (it installs linux-source-6.12)"
+	ver=$(dpkg-query -W -f='${Version}' linux-source-6.12)
+	dir="$cache/src/linux-source-6.12-$ver"
+	mkdir -p "$cache/src"
+	(
+		flock 8
+		if [ ! -f "$dir/.unpacked" ]; then
+			echo "kernel: unpacking $tarball" >&2
+			rm -rf "$dir" "$dir.tmp"
+			mkdir -p "$dir.tmp"
+			tar -xf "$tarball" -C "$dir.tmp" --strip-components=1
+			touch "$dir.tmp/.unpacked"
+			mv "$dir.tmp" "$dir"
+		fi
+	) 8>"$cache/src/.lock"
+	echo "$dir"
+}

@@ -11,6 +11,7 @@
 #define LIBTRACK_H
 
 #include <libtrack/version.h>
+#include <libtrack/dm.h>
 #include <libtrack/stream.h>
 
 #endif /* LIBTRACK_H */

@@ -10,4 +10,7 @@
 
 #define TRACK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* dm.c: parse the status line of a track target. */
+int track_dm_parse_status(const char *line, struct track_dm_status *st);
+
 #endif /* LIBTRACK_INTERNAL_H */

@@ -1,0 +1,752 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * dm-track: a device-mapper target that passes I/O through to one device
+ * and records which blocks were written, so that a replica can be brought
+ * up to date by copying exactly those blocks.
+ *
+ * The written blocks form the active set. A "freeze" message atomically
+ * makes it the frozen set of an epoch and starts a new, empty active set;
+ * the frozen set is read (over netlink), copied, and dropped with "commit",
+ * or given back with "abort". A write is marked when it is mapped and again
+ * when it completes, so a write that is in flight across a freeze lands in
+ * both sets: whatever the copier read, the next epoch has the block again.
+ *
+ * See Documentation/admin-guide/device-mapper/dm-track.rst.
+ */
+#include "dm-track.h"
+
+#include <linux/dm-ioctl.h>
+#include <linux/module.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#define TRACK_DEFAULT_BLOCK_SECTORS	8
+#define TRACK_MAX_BLOCK_SECTORS		65536U
+
+/* Every track target, for netlink lookups and table reloads. */
+static LIST_HEAD(track_devices);
+static DEFINE_MUTEX(track_devices_lock);
+static u64 track_next_serial;
+
+static struct track_bitset *active_set(struct track_c *tc)
+{
+	return rcu_dereference_protected(tc->active,
+					 lockdep_is_held(&tc->lock));
+}
+
+static void track_mark(struct track_c *tc, u64 first, u64 last)
+{
+	rcu_read_lock();
+	track_bitset_mark(rcu_dereference(tc->active), first, last,
+			  GFP_NOWAIT);
+	rcu_read_unlock();
+}
+
+/* Replace the active set; the old one is no longer marked on return. */
+static struct track_bitset *swap_active(struct track_c *tc,
+					struct track_bitset *bs)
+{
+	struct track_bitset *old;
+
+	old = rcu_replace_pointer(tc->active, bs, lockdep_is_held(&tc->lock));
+	synchronize_rcu();
+	return old;
+}
+
+static const char *track_name(struct track_c *tc)
+{
+	return dm_device_name(dm_table_get_md(tc->ti->table));
+}
+
+/*
+ *--------------------------------------------------------------
+ * Epochs
+ *--------------------------------------------------------------
+ */
+static int track_freeze(struct track_c *tc, u64 *epoch)
+{
+	struct track_bitset *fresh, *old;
+
+	fresh = track_bitset_create(tc->nr_blocks, false);
+	if (!fresh)
+		return -ENOMEM;
+
+	mutex_lock(&tc->lock);
+	old = swap_active(tc, fresh);
+	if (tc->frozen)
+		track_bitset_merge(tc->frozen, old);
+	else
+		tc->frozen = old;
+	tc->frozen_epoch = tc->epoch++;
+	*epoch = tc->frozen_epoch;
+	mutex_unlock(&tc->lock);
+	return 0;
+}
+
+/* Persist after a change to the sets; failures are logged, not returned. */
+static void track_persist(struct track_c *tc)
+{
+	if (tc->md)
+		track_metadata_checkpoint(tc, tc->state == TRACK_SUSPENDED);
+}
+
+static int track_commit(struct track_c *tc, bool has_epoch, u64 epoch,
+			bool commit)
+{
+	mutex_lock(&tc->lock);
+	if (!tc->frozen || (has_epoch && epoch != tc->frozen_epoch)) {
+		mutex_unlock(&tc->lock);
+		return -ESTALE;
+	}
+
+	if (commit) {
+		track_bitset_destroy(tc->frozen);
+		tc->committed_epoch = tc->frozen_epoch;
+	} else {
+		track_bitset_merge(active_set(tc), tc->frozen);
+	}
+	tc->frozen = NULL;
+	tc->frozen_epoch = 0;
+	if (commit)
+		track_persist(tc);
+	mutex_unlock(&tc->lock);
+	return 0;
+}
+
+/* Make every block clean (FULL = false) or dirty; clean also drops frozen. */
+static int track_reset(struct track_c *tc, bool full)
+{
+	struct track_bitset *fresh;
+
+	fresh = track_bitset_create(tc->nr_blocks, full);
+	if (!fresh)
+		return -ENOMEM;
+
+	mutex_lock(&tc->lock);
+	track_bitset_destroy(swap_active(tc, fresh));
+	if (!full) {
+		track_bitset_destroy(tc->frozen);
+		tc->frozen = NULL;
+		tc->frozen_epoch = 0;
+	}
+	track_persist(tc);
+	mutex_unlock(&tc->lock);
+	return 0;
+}
+
+/*
+ *--------------------------------------------------------------
+ * Registry
+ *--------------------------------------------------------------
+ */
+
+/*
+ * Find a live track device by dm name or uuid, or any by serial, and return
+ * it with its lock held; release with track_unlock(). ERR_PTR(-ENODEV) if
+ * there is none (or it was reloaded since the serial was handed out).
+ */
+struct track_c *track_lookup_lock(const char *name, const char *uuid,
+				  u64 serial)
+{
+	char dm_name[DM_NAME_LEN], dm_uuid[DM_UUID_LEN];
+	struct track_c *tc;
+
+	mutex_lock(&track_devices_lock);
+	list_for_each_entry(tc, &track_devices, list) {
+		if (serial) {
+			if (tc->serial != serial)
+				continue;
+		} else {
+			if (READ_ONCE(tc->state) != TRACK_LIVE &&
+			    READ_ONCE(tc->state) != TRACK_SUSPENDED)
+				continue;
+			if (dm_copy_name_and_uuid(dm_table_get_md(tc->ti->table),
+						  dm_name, dm_uuid))
+				continue;
+			if (name && strcmp(name, dm_name))
+				continue;
+			if (uuid && strcmp(uuid, dm_uuid))
+				continue;
+		}
+
+		mutex_lock(&tc->lock);
+		mutex_unlock(&track_devices_lock);
+		if (tc->state != TRACK_LIVE && tc->state != TRACK_SUSPENDED) {
+			mutex_unlock(&tc->lock);
+			return ERR_PTR(-ENODEV);
+		}
+		return tc;
+	}
+	mutex_unlock(&track_devices_lock);
+	return ERR_PTR(-ENODEV);
+}
+
+void track_unlock(struct track_c *tc)
+{
+	mutex_unlock(&tc->lock);
+}
+
+/*
+ * A table reload constructs a new target while the old one is still live;
+ * when the new table is resumed, the old one has been suspended and the new
+ * one takes over its sets and epochs here, resized if the device changed
+ * size. *TAKEN says whether there was an old table.
+ */
+static int track_take_over(struct track_c *tc, bool *taken)
+{
+	struct mapped_device *md = dm_table_get_md(tc->ti->table);
+	struct track_bitset *active = NULL, *frozen = NULL;
+	struct track_c *old;
+	bool lost_frozen = false;
+	int r = 0;
+
+	*taken = false;
+	mutex_lock(&track_devices_lock);
+	list_for_each_entry(old, &track_devices, list) {
+		if (old == tc || dm_table_get_md(old->ti->table) != md)
+			continue;
+
+		mutex_lock(&old->lock);
+		if (old->state != TRACK_SUSPENDED && old->state != TRACK_LIVE) {
+			mutex_unlock(&old->lock);
+			continue;
+		}
+		active = track_bitset_resize(active_set(old), tc->nr_blocks);
+		if (!active) {
+			mutex_unlock(&old->lock);
+			r = -ENOMEM;
+			break;
+		}
+		RCU_INIT_POINTER(old->active, NULL);
+		if (old->frozen) {
+			frozen = track_bitset_resize(old->frozen, tc->nr_blocks);
+			if (!frozen) {
+				/* Never drop a block: everything is dirty. */
+				track_bitset_destroy(old->frozen);
+				track_bitset_mark(active, 0, tc->nr_blocks - 1,
+						  GFP_KERNEL);
+				lost_frozen = true;
+			}
+			old->frozen = NULL;
+		}
+		tc->epoch = old->epoch;
+		tc->frozen_epoch = frozen ? old->frozen_epoch : 0;
+		tc->committed_epoch = old->committed_epoch;
+		tc->id = old->id;
+		WRITE_ONCE(old->state, TRACK_HANDED_OVER);
+		mutex_unlock(&old->lock);
+		*taken = true;
+		break;
+	}
+	mutex_unlock(&track_devices_lock);
+
+	if (!*taken)
+		return r;
+
+	mutex_lock(&tc->lock);
+	track_bitset_destroy(swap_active(tc, active));
+	tc->frozen = frozen;
+	mutex_unlock(&tc->lock);
+	if (lost_frozen)
+		DMWARN("%s: no memory to keep the frozen set apart on reload: every block is dirty",
+		       track_name(tc));
+	return 0;
+}
+
+/*
+ *--------------------------------------------------------------
+ * Target methods
+ *--------------------------------------------------------------
+ */
+static void track_destroy(struct track_c *tc)
+{
+	unsigned int i;
+
+	if (tc->md)
+		track_metadata_close(tc->md);
+	if (tc->md_dev)
+		dm_put_device(tc->ti, tc->md_dev);
+	if (tc->dev)
+		dm_put_device(tc->ti, tc->dev);
+	track_bitset_destroy(rcu_access_pointer(tc->active));
+	track_bitset_destroy(tc->frozen);
+	for (i = 0; i < tc->argc; i++)
+		kfree(tc->argv[i]);
+	kfree(tc->argv);
+	kfree(tc);
+}
+
+static int parse_block_size(struct track_c *tc, const char *arg, char **error)
+{
+	unsigned int sectors;
+	char dummy;
+
+	if (!strcmp(arg, "-")) {
+		sectors = TRACK_DEFAULT_BLOCK_SECTORS;
+	} else if (sscanf(arg, "%u%c", &sectors, &dummy) != 1 ||
+		   !sectors || !is_power_of_2(sectors) ||
+		   sectors > TRACK_MAX_BLOCK_SECTORS) {
+		*error = "Invalid block size: a power of two from 1 to 65536 sectors, or -";
+		return -EINVAL;
+	}
+	tc->block_shift = ilog2(sectors);
+	return 0;
+}
+
+static int parse_features(struct dm_arg_set *as, struct track_c *tc,
+			  const char **md_path, unsigned int *region_sectors,
+			  char **error)
+{
+	static const struct dm_arg _args[] = {
+		{0, 4, "Invalid number of feature arguments"},
+	};
+	unsigned int argc;
+	const char *arg;
+	char dummy;
+	int r;
+
+	if (!as->argc)
+		return 0;
+
+	r = dm_read_arg_group(_args, as, &argc, error);
+	if (r)
+		return r;
+
+	while (argc) {
+		arg = dm_shift_arg(as);
+		argc--;
+
+		if (!strcasecmp(arg, "clean")) {
+			tc->start_clean = true;
+		} else if (!strcasecmp(arg, "metadata")) {
+			if (!argc) {
+				*error = "Feature metadata needs a device";
+				return -EINVAL;
+			}
+			*md_path = dm_shift_arg(as);
+			argc--;
+		} else if (!strcasecmp(arg, "region_size")) {
+			if (!argc ||
+			    sscanf(dm_shift_arg(as), "%u%c", region_sectors,
+				   &dummy) != 1 ||
+			    !is_power_of_2(*region_sectors) ||
+			    *region_sectors < (1U << tc->block_shift)) {
+				*error = "Invalid region_size: a power of two >= the block size";
+				return -EINVAL;
+			}
+			argc--;
+		} else {
+			*error = "Unrecognised feature requested";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Construct a track mapping:
+ *
+ * <dev path> <offset> <block size in sectors> [<#feature args> [<arg>]*]
+ *
+ * block size: a power of two from 1 to 65536 sectors, or - for 8 (4 KiB).
+ *
+ * Optional feature arguments:
+ *   clean                   the replica is known to be identical: start with
+ *                           no block dirty (default: every block dirty)
+ *   metadata <dev path>     keep the dirty set on this device across
+ *                           restarts and crashes
+ *   region_size <sectors>   write-intent granularity with metadata
+ */
+static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
+{
+	struct dm_arg_set as = { .argc = argc, .argv = argv };
+	unsigned int region_sectors = 0;
+	const char *md_path = NULL;
+	unsigned long long offset;
+	struct track_c *tc;
+	char dummy;
+	int r;
+
+	if (argc < 3) {
+		ti->error = "Invalid argument count: <dev> <offset> <block size> [features]";
+		return -EINVAL;
+	}
+
+	tc = kzalloc(sizeof(*tc), GFP_KERNEL);
+	if (!tc) {
+		ti->error = "Cannot allocate track context";
+		return -ENOMEM;
+	}
+	tc->ti = ti;
+	mutex_init(&tc->lock);
+	INIT_LIST_HEAD(&tc->list);
+
+	tc->argv = kcalloc(argc, sizeof(*tc->argv), GFP_KERNEL);
+	if (!tc->argv) {
+		ti->error = "Cannot allocate table arguments";
+		r = -ENOMEM;
+		goto bad;
+	}
+	for (tc->argc = 0; tc->argc < argc; tc->argc++) {
+		tc->argv[tc->argc] = kstrdup(argv[tc->argc], GFP_KERNEL);
+		if (!tc->argv[tc->argc]) {
+			ti->error = "Cannot allocate table arguments";
+			r = -ENOMEM;
+			goto bad;
+		}
+	}
+
+	if (sscanf(argv[1], "%llu%c", &offset, &dummy) != 1 ||
+	    offset != (sector_t)offset) {
+		ti->error = "Invalid device offset";
+		r = -EINVAL;
+		goto bad;
+	}
+	tc->start = offset;
+
+	r = parse_block_size(tc, argv[2], &ti->error);
+	if (r)
+		goto bad;
+
+	dm_consume_args(&as, 3);
+	r = parse_features(&as, tc, &md_path, &region_sectors, &ti->error);
+	if (r)
+		goto bad;
+	if (as.argc) {
+		ti->error = "Too many arguments";
+		r = -EINVAL;
+		goto bad;
+	}
+
+	r = dm_get_device(ti, argv[0], dm_table_get_mode(ti->table), &tc->dev);
+	if (r) {
+		ti->error = "Cannot open the data device";
+		goto bad;
+	}
+
+	tc->nr_blocks = DIV_ROUND_UP_ULL(ti->len, 1ULL << tc->block_shift);
+	tc->epoch = 1;
+	uuid_gen(&tc->id);
+	tc->active = track_bitset_create(tc->nr_blocks, !tc->start_clean);
+	if (!tc->active) {
+		ti->error = "Cannot allocate the dirty set";
+		r = -ENOMEM;
+		goto bad;
+	}
+
+	if (md_path) {
+		r = dm_get_device(ti, md_path, BLK_OPEN_READ | BLK_OPEN_WRITE,
+				  &tc->md_dev);
+		if (r) {
+			ti->error = "Cannot open the metadata device";
+			goto bad;
+		}
+		if (tc->md_dev->bdev == tc->dev->bdev) {
+			ti->error = "The metadata device must not be the data device";
+			r = -EINVAL;
+			goto bad;
+		}
+		tc->region_sectors = region_sectors ?:
+				     track_metadata_default_region(tc);
+		r = track_metadata_open(tc, tc->md_dev, &tc->md, &ti->error);
+		if (r)
+			goto bad;
+	}
+
+	ti->num_flush_bios = 1;
+	ti->num_discard_bios = 1;
+	ti->num_secure_erase_bios = 1;
+	ti->num_write_zeroes_bios = 1;
+	ti->per_io_data_size = sizeof(struct track_bio);
+	ti->accounts_remapped_io = true;
+	ti->flush_bypasses_map = true;
+	ti->private = tc;
+
+	mutex_lock(&track_devices_lock);
+	tc->serial = ++track_next_serial;
+	list_add_tail(&tc->list, &track_devices);
+	mutex_unlock(&track_devices_lock);
+	return 0;
+
+bad:
+	track_destroy(tc);
+	return r;
+}
+
+static void track_dtr(struct dm_target *ti)
+{
+	struct track_c *tc = ti->private;
+
+	mutex_lock(&track_devices_lock);
+	list_del(&tc->list);
+	mutex_unlock(&track_devices_lock);
+
+	/* Wait for a netlink reader that found it before it was unlisted. */
+	mutex_lock(&tc->lock);
+	mutex_unlock(&tc->lock);
+
+	track_destroy(tc);
+}
+
+static int track_map(struct dm_target *ti, struct bio *bio)
+{
+	struct track_c *tc = ti->private;
+	sector_t offset = dm_target_offset(ti, bio->bi_iter.bi_sector);
+	struct track_bio *tb;
+
+	bio_set_dev(bio, tc->dev->bdev);
+	bio->bi_iter.bi_sector = tc->start + offset;
+
+	if (!op_is_write(bio_op(bio)))
+		return DM_MAPIO_REMAPPED;
+
+	tb = dm_per_bio_data(bio, sizeof(*tb));
+	tb->marked = false;
+	if (!bio_sectors(bio))
+		return DM_MAPIO_REMAPPED;
+
+	tb->first = offset >> tc->block_shift;
+	tb->last = (offset + bio_sectors(bio) - 1) >> tc->block_shift;
+	tb->marked = true;
+	track_mark(tc, tb->first, tb->last);
+
+	if (tc->md)
+		return track_metadata_admit(tc, bio, tb->first, tb->last);
+	return DM_MAPIO_REMAPPED;
+}
+
+static int track_end_io(struct dm_target *ti, struct bio *bio,
+			blk_status_t *error)
+{
+	struct track_c *tc = ti->private;
+	struct track_bio *tb;
+
+	if (!op_is_write(bio_op(bio)))
+		return DM_ENDIO_DONE;
+
+	/* Again, into whichever set is active now: see the top of the file. */
+	tb = dm_per_bio_data(bio, sizeof(*tb));
+	if (tb->marked)
+		track_mark(tc, tb->first, tb->last);
+	return DM_ENDIO_DONE;
+}
+
+static void track_postsuspend(struct dm_target *ti)
+{
+	struct track_c *tc = ti->private;
+
+	mutex_lock(&tc->lock);
+	if (tc->state == TRACK_LIVE) {
+		WRITE_ONCE(tc->state, TRACK_SUSPENDED);
+		if (tc->md)
+			track_metadata_checkpoint(tc, true);
+	}
+	mutex_unlock(&tc->lock);
+}
+
+static int track_preresume(struct dm_target *ti)
+{
+	struct track_c *tc = ti->private;
+	bool taken, loaded = false;
+	int r;
+
+	if (tc->state == TRACK_NEW) {
+		r = track_take_over(tc, &taken);
+		if (r)
+			return r;
+		if (!taken && tc->md) {
+			r = track_metadata_load(tc);
+			if (r < 0)
+				return r;
+			loaded = r;
+		}
+	}
+
+	mutex_lock(&tc->lock);
+	if (tc->md) {
+		/* Written before the first write can be admitted. */
+		if (loaded || tc->state == TRACK_SUSPENDED)
+			track_metadata_set_clean(tc, false);
+		else
+			track_metadata_checkpoint(tc, false);
+	}
+	WRITE_ONCE(tc->state, TRACK_LIVE);
+	mutex_unlock(&tc->lock);
+	return 0;
+}
+
+/*
+ * Status format:
+ *
+ * <block size> <#blocks> <#dirty active> <#dirty frozen | -> <epoch>
+ * <frozen epoch | -> <committed epoch> <memory> <metadata> <id>
+ *
+ * block size is in sectors, memory in bytes (both sets); metadata is "-"
+ * without a metadata device, else "ok" or "failed"; id is the uuid of the
+ * tracking state, which a replica can use to know its source.
+ */
+static void track_status(struct dm_target *ti, status_type_t type,
+			 unsigned int status_flags, char *result,
+			 unsigned int maxlen)
+{
+	struct track_c *tc = ti->private;
+	struct track_bitset *active;
+	ssize_t sz = 0;
+	unsigned int i;
+	u64 mem;
+
+	switch (type) {
+	case STATUSTYPE_INFO:
+		mutex_lock(&tc->lock);
+		active = active_set(tc);
+		mem = track_bitset_memory(active);
+		DMEMIT("%u %llu %llu", 1U << tc->block_shift, tc->nr_blocks,
+		       track_bitset_weight(active));
+		if (tc->frozen) {
+			mem += track_bitset_memory(tc->frozen);
+			DMEMIT(" %llu", track_bitset_weight(tc->frozen));
+		} else {
+			DMEMIT(" -");
+		}
+		DMEMIT(" %llu", tc->epoch);
+		if (tc->frozen)
+			DMEMIT(" %llu", tc->frozen_epoch);
+		else
+			DMEMIT(" -");
+		DMEMIT(" %llu %llu", tc->committed_epoch, mem);
+		if (!tc->md)
+			DMEMIT(" -");
+		else if (track_metadata_state(tc->md) == TRACK_PERSIST_OK)
+			DMEMIT(" ok");
+		else
+			DMEMIT(" failed");
+		DMEMIT(" %pUb", &tc->id);
+		mutex_unlock(&tc->lock);
+		break;
+
+	case STATUSTYPE_TABLE:
+		for (i = 0; i < tc->argc; i++)
+			DMEMIT("%s%s", i ? " " : "", tc->argv[i]);
+		break;
+
+	case STATUSTYPE_IMA:
+		*result = '\0';
+		break;
+	}
+}
+
+/*
+ * Messages:
+ *   freeze              start a new epoch; prints the frozen epoch
+ *   commit [<epoch>]    drop the frozen set (the replica has it)
+ *   abort [<epoch>]     give the frozen set back to the active one
+ *   clear               forget every dirty block, frozen ones too
+ *   mark_all            mark every block dirty
+ *   checkpoint          write the dirty set to the metadata device
+ */
+static int track_message(struct dm_target *ti, unsigned int argc,
+			 char **argv, char *result, unsigned int maxlen)
+{
+	struct track_c *tc = ti->private;
+	bool has_epoch = argc == 2;
+	u64 epoch = 0;
+	int r;
+
+	if (!argc || argc > 2)
+		goto bad;
+
+	if (!strcasecmp(argv[0], "commit") || !strcasecmp(argv[0], "abort")) {
+		if (has_epoch && kstrtou64(argv[1], 10, &epoch)) {
+			DMERR("%s: invalid epoch '%s'", track_name(tc), argv[1]);
+			return -EINVAL;
+		}
+		r = track_commit(tc, has_epoch, epoch,
+				 !strcasecmp(argv[0], "commit"));
+		if (r == -ESTALE)
+			DMERR("%s: %s %s refused: not the frozen epoch",
+			      track_name(tc), argv[0], has_epoch ? argv[1] : "");
+		return r;
+	}
+	if (argc != 1)
+		goto bad;
+
+	if (!strcasecmp(argv[0], "freeze")) {
+		r = track_freeze(tc, &epoch);
+		if (r)
+			return r;
+		scnprintf(result, maxlen, "%llu", epoch);
+		return 1;
+	}
+	if (!strcasecmp(argv[0], "clear"))
+		return track_reset(tc, false);
+	if (!strcasecmp(argv[0], "mark_all"))
+		return track_reset(tc, true);
+	if (!strcasecmp(argv[0], "checkpoint")) {
+		if (!tc->md) {
+			DMERR("%s: checkpoint: no metadata device",
+			      track_name(tc));
+			return -EINVAL;
+		}
+		mutex_lock(&tc->lock);
+		r = track_metadata_checkpoint(tc, false);
+		mutex_unlock(&tc->lock);
+		return r;
+	}
+
+bad:
+	DMERR("%s: unsupported message '%s'", track_name(tc),
+	      argc ? argv[0] : "");
+	return -EINVAL;
+}
+
+static int track_iterate_devices(struct dm_target *ti,
+				 iterate_devices_callout_fn fn, void *data)
+{
+	struct track_c *tc = ti->private;
+
+	return fn(ti, tc->dev, tc->start, ti->len, data);
+}
+
+static struct target_type track_target = {
+	.name = "track",
+	.version = {1, 0, 0},
+	.module = THIS_MODULE,
+	.ctr = track_ctr,
+	.dtr = track_dtr,
+	.map = track_map,
+	.end_io = track_end_io,
+	.postsuspend = track_postsuspend,
+	.preresume = track_preresume,
+	.status = track_status,
+	.message = track_message,
+	.iterate_devices = track_iterate_devices,
+};
+
+static int __init dm_track_init(void)
+{
+	int r;
+
+	r = dm_register_target(&track_target);
+	if (r)
+		return r;
+
+	r = track_netlink_init();
+	if (r) {
+		dm_unregister_target(&track_target);
+		return r;
+	}
+	return 0;
+}
+
+static void __exit dm_track_exit(void)
+{
+	track_netlink_exit();
+	dm_unregister_target(&track_target);
+}
+
+module_init(dm_track_init);
+module_exit(dm_track_exit);
+
+MODULE_DESCRIPTION(DM_NAME " target recording which blocks were written");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * dm-track: a device-mapper target that records which blocks were written.
+ *
+ * Shared between the parts of the module: the dirty sets (dm-track-bitset.c),
+ * the target itself (dm-track-target.c), persistence (dm-track-metadata.c)
+ * and the netlink interface (dm-track-netlink.c).
+ */
+#ifndef DM_TRACK_H
+#define DM_TRACK_H
+
+#include <linux/bio.h>
+#include <linux/device-mapper.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/uuid.h>
+#include <linux/workqueue.h>
+
+#define DM_MSG_PREFIX "track"
+
+/*
+ *--------------------------------------------------------------
+ * Dirty sets: a two-level bitmap. The top level is an array with one
+ * pointer per leaf of TRACK_LEAF_BITS blocks; a leaf is NULL (no block
+ * dirty), TRACK_LEAF_FULL (every block dirty, no memory), or a 256-byte
+ * bitmap allocated on the first write to it. Marking never sleeps and never fails:
+ * when a leaf cannot be allocated the whole leaf is marked TRACK_LEAF_FULL.
+ *--------------------------------------------------------------
+ */
+#define TRACK_LEAF_BYTES	256
+#define TRACK_LEAF_BITS		(TRACK_LEAF_BYTES * BITS_PER_BYTE)
+#define TRACK_LEAF_FULL		((unsigned long *)1UL)
+
+struct track_bitset {
+	u64 nr_blocks;
+	u64 nr_leaves;
+	unsigned long **leaves;
+	atomic_long_t nr_pages;		/* allocated leaves */
+};
+
+struct track_bitset *track_bitset_create(u64 nr_blocks, bool full);
+void track_bitset_destroy(struct track_bitset *bs);
+void track_bitset_mark(struct track_bitset *bs, u64 first, u64 last,
+		       gfp_t gfp);
+void track_bitset_merge(struct track_bitset *dst, struct track_bitset *src);
+struct track_bitset *track_bitset_resize(struct track_bitset *bs,
+					 u64 nr_blocks);
+u64 track_bitset_weight(struct track_bitset *bs);
+u64 track_bitset_memory(struct track_bitset *bs);
+bool track_bitset_next_run(struct track_bitset *bs, u64 pos, u64 *first,
+			   u64 *count);
+unsigned long *track_bitset_leaf(struct track_bitset *bs, u64 index);
+int track_bitset_set_leaf(struct track_bitset *bs, u64 index,
+			  const unsigned long *bits, bool full);
+
+/*
+ *--------------------------------------------------------------
+ * Persistence (optional): the metadata device keeps the dirty set across a
+ * clean shutdown, and a write-intent map of coarse regions so that after a
+ * crash only the regions written since the last checkpoint come back dirty.
+ *--------------------------------------------------------------
+ */
+struct track_metadata;
+
+enum track_persist {
+	TRACK_PERSIST_NONE,		/* no metadata device */
+	TRACK_PERSIST_OK,
+	TRACK_PERSIST_FAILED,		/* metadata I/O failed: memory only */
+};
+
+/* Per-bio data: the blocks a write covers, marked again when it completes. */
+struct track_bio {
+	u64 first;
+	u64 last;
+	bool marked;
+};
+
+/*
+ *--------------------------------------------------------------
+ * One track target.
+ *--------------------------------------------------------------
+ */
+enum track_state {
+	TRACK_NEW,			/* constructed, never resumed */
+	TRACK_LIVE,			/* resumed */
+	TRACK_SUSPENDED,
+	TRACK_HANDED_OVER,		/* state moved to a reloaded table */
+};
+
+struct track_c {
+	struct dm_target *ti;
+	struct dm_dev *dev;
+	sector_t start;
+	unsigned int block_shift;	/* log2 of the block size in sectors */
+	u64 nr_blocks;
+	bool start_clean;
+
+	/* The sets and epochs; the active set is marked under RCU. */
+	struct mutex lock;
+	struct track_bitset __rcu *active;
+	struct track_bitset *frozen;
+	u64 epoch;			/* the active epoch */
+	u64 frozen_epoch;		/* 0: nothing frozen */
+	u64 committed_epoch;
+	uuid_t id;
+	enum track_state state;
+
+	struct track_metadata *md;	/* NULL without a metadata device */
+	struct dm_dev *md_dev;
+	sector_t region_sectors;	/* write-intent granularity */
+
+	/* Registry of all track targets, for netlink and table reloads. */
+	struct list_head list;
+	u64 serial;
+
+	/* The table line as given, for STATUSTYPE_TABLE. */
+	unsigned int argc;
+	char **argv;
+};
+
+/* dm-track-target.c */
+struct track_c *track_lookup_lock(const char *name, const char *uuid,
+				  u64 serial);
+void track_unlock(struct track_c *tc);
+
+/* dm-track-metadata.c */
+int track_metadata_open(struct track_c *tc, struct dm_dev *dev,
+			struct track_metadata **mdp, char **error);
+void track_metadata_close(struct track_metadata *md);
+int track_metadata_load(struct track_c *tc);
+int track_metadata_checkpoint(struct track_c *tc, bool clean);
+int track_metadata_set_clean(struct track_c *tc, bool clean);
+int track_metadata_admit(struct track_c *tc, struct bio *bio, u64 first,
+			 u64 last);
+enum track_persist track_metadata_state(struct track_metadata *md);
+sector_t track_metadata_default_region(struct track_c *tc);
+
+/* dm-track-netlink.c */
+int track_netlink_init(void);
+void track_netlink_exit(void);
+
+#endif /* DM_TRACK_H */

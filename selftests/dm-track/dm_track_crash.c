@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * After a crash, exactly the write-intent regions written since the last
+ * checkpoint come back dirty, on top of the checkpointed set.
+ *
+ *   dm_track_crash write    (boot crash1) writes, then crashes the VM
+ *   dm_track_crash verify   (boot crash2) checks what the device reports
+ *
+ * The write phase records what it did on VM_DISK_C, which survives the
+ * crash like every disk of the run.
+ */
+#include <sys/mount.h>
+
+#include "kselftest_harness.h"
+#include "track_test.h"
+
+#define BS		4096ULL
+#define REGION		256ULL		/* blocks: region_size 2048 sectors */
+#define TABLE		"0 2097152 track " VM_DISK_B " 0 8 4 metadata " \
+			VM_DISK_D " region_size 2048"
+#define LOG_MAGIC	0x6c6f6763726173ULL
+
+/* What the write phase did, stored in the first sector of VM_DISK_C. */
+struct crash_log {
+	uint64_t magic;
+	uint64_t checkpointed;		/* dirty at the last checkpoint */
+	uint64_t after[8];		/* written after it */
+	uint64_t nr_after;
+	char track_id[40];
+} __attribute__((aligned(4096)));
+
+static const char *phase;
+
+static int write_log(const struct crash_log *log)
+{
+	int fd = open(VM_DISK_C, O_WRONLY | O_DIRECT | O_SYNC);
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (pwrite(fd, log, sizeof(*log), 0) != sizeof(*log))
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+static int read_log(struct crash_log *log)
+{
+	int fd = open(VM_DISK_C, O_RDONLY | O_DIRECT);
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, log, sizeof(*log), 0) != sizeof(*log))
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+TEST(crash_marks_exactly_the_intent_regions)
+{
+	static struct crash_log log;
+	struct track_dm_status st;
+	struct tt_extents x = { 0 };
+	struct track_dm *dm;
+	uint64_t e, b, i;
+
+	TT_REQUIRE_TARGET();
+
+	if (!strcmp(phase, "write")) {
+		tt_remove(TT_NAME);
+		ASSERT_EQ(0, vm_run("blkdiscard -z " VM_DISK_D));
+		memset(&log, 0, sizeof(log));
+		ASSERT_EQ(0, write_log(&log));
+		ASSERT_EQ(0, vm_run("echo '%s 1 clean' | dmsetup create --noudevsync "
+				    TT_NAME, TABLE));
+		ASSERT_EQ(0, track_dm_open(TT_NAME, &dm));
+
+		/* Committed: gone. Then block 1000 stays dirty over a checkpoint. */
+		ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 10 * BS, BS));
+		ASSERT_EQ(0, track_dm_freeze(dm, &e));
+		ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 1000 * BS, BS));
+		ASSERT_EQ(0, track_dm_commit(dm, e));	/* checkpoints */
+		log.checkpointed = 1000;
+
+		/* After the checkpoint: three regions. */
+		log.after[log.nr_after++] = 300;
+		log.after[log.nr_after++] = 301;
+		log.after[log.nr_after++] = 70000;
+		log.after[log.nr_after++] = 200000;
+		for (i = 0; i < log.nr_after; i++)
+			ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT,
+					       log.after[i] * BS, BS));
+		/* A freeze without a commit does not checkpoint. */
+		ASSERT_EQ(0, track_dm_freeze(dm, &e));
+
+		ASSERT_EQ(0, track_dm_status(dm, &st));
+		memcpy(log.track_id, st.track_id, sizeof(log.track_id));
+		log.magic = LOG_MAGIC;
+		ASSERT_EQ(0, write_log(&log));
+		track_dm_close(dm);
+
+		printf("LIBTRACK-REBOOTING\n");
+		fflush(stdout);
+		sleep(1);
+		/* No sync, no unmount, no device-mapper teardown. */
+		vm_run("echo b > /proc/sysrq-trigger");
+		sleep(10);
+		ASSERT_TRUE(0) TH_LOG("still running after sysrq-b");
+	}
+
+	ASSERT_EQ(0, read_log(&log));
+	ASSERT_EQ(LOG_MAGIC, log.magic) TH_LOG("the write phase did not finish");
+	vm_kmsg_mark("crash-verify");
+	ASSERT_EQ(0, vm_run("echo '%s 1 clean' | dmsetup create --noudevsync "
+			    TT_NAME, TABLE));
+	EXPECT_TRUE(vm_kmsg_has("crash-verify", "not shut down cleanly: 3 write-intent regions"));
+	ASSERT_EQ(0, tt_status(TT_NAME, &st));
+	EXPECT_STREQ(log.track_id, st.track_id);
+	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &x));
+
+	/* Exactly: the checkpointed block, and the whole regions after it. */
+	EXPECT_TRUE(tt_has(&x, log.checkpointed));
+	for (i = 0; i < log.nr_after; i++)
+		for (b = log.after[i] / REGION * REGION;
+		     b < (log.after[i] / REGION + 1) * REGION; b++)
+			ASSERT_TRUE(tt_has(&x, b))
+				TH_LOG("block %llu of a written region is clean: %s",
+				       (unsigned long long)b, tt_str(&x));
+	EXPECT_EQ(1 + 3 * REGION, tt_blocks(&x)) TH_LOG("%s", tt_str(&x));
+	tt_remove(TT_NAME);
+	free(x.e);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2 || (strcmp(argv[1], "write") && strcmp(argv[1], "verify"))) {
+		fprintf(stderr, "usage: %s write|verify\n", argv[0]);
+		return 2;
+	}
+	phase = argv[1];
+	return test_harness_run(1, argv);
+}

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The dirty set survives removing and recreating the device (with a
+ * metadata device) and reloading its table (without one); corrupt metadata
+ * errs towards dirty, and the kernel log says why.
+ */
+#include "kselftest_harness.h"
+#include "track_test.h"
+
+#define BS	4096ULL
+#define LEN	2097152ULL		/* sectors: 1 GiB, 262144 blocks */
+#define TABLE	"0 2097152 track " VM_DISK_B " 0 8 2 metadata " VM_DISK_D
+
+static void create(struct __test_metadata *_metadata, const char *table)
+{
+	ASSERT_EQ(0, vm_run("echo '%s' | dmsetup create --noudevsync " TT_NAME,
+			    table));
+}
+
+FIXTURE(persist) {
+	struct tt_extents x;
+	struct track_dm *dm;
+};
+
+FIXTURE_SETUP(persist)
+{
+	TT_REQUIRE_TARGET();
+	tt_remove(TT_NAME);
+	memset(&self->x, 0, sizeof(self->x));
+	self->dm = NULL;
+	ASSERT_EQ(0, vm_run("blkdiscard -z " VM_DISK_D));
+}
+
+FIXTURE_TEARDOWN(persist)
+{
+	if (self->dm)
+		track_dm_close(self->dm);
+	tt_remove(TT_NAME);
+	free(self->x.e);
+}
+
+TEST_F(persist, blank_metadata_starts_all_dirty_and_says_so)
+{
+	struct track_dm_status st;
+
+	vm_kmsg_mark("blank");
+	create(_metadata, TABLE);
+	ASSERT_EQ(0, tt_status(TT_NAME, &st));
+	EXPECT_EQ(st.nr_blocks, st.dirty_active);
+	EXPECT_EQ(TRACK_DM_PERSIST_OK, st.persist);
+	EXPECT_TRUE(vm_kmsg_has("blank", "new metadata device"));
+}
+
+TEST_F(persist, dirty_set_epochs_and_id_survive_remove_and_recreate)
+{
+	struct track_dm_status before, after;
+	uint64_t e;
+
+	create(_metadata, TABLE " 1 clean");
+	ASSERT_EQ(0, track_dm_open(TT_NAME, &self->dm));
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 5 * BS, BS));
+	ASSERT_EQ(0, track_dm_freeze(self->dm, &e));
+	ASSERT_EQ(0, track_dm_commit(self->dm, e));
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 7 * BS, BS));
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 100000 * BS, 3 * BS));
+	ASSERT_EQ(0, track_dm_status(self->dm, &before));
+	track_dm_close(self->dm);
+	self->dm = NULL;
+	tt_remove(TT_NAME);
+
+	vm_kmsg_mark("recreate");
+	create(_metadata, TABLE " 1 clean");
+	ASSERT_EQ(0, tt_status(TT_NAME, &after));
+	EXPECT_STREQ(before.track_id, after.track_id);
+	EXPECT_EQ(e, after.committed_epoch);
+	EXPECT_LT(before.epoch, after.epoch);
+	EXPECT_FALSE(vm_kmsg_has("recreate", "not shut down cleanly"));
+	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &self->x));
+	ASSERT_EQ(2, self->x.n) TH_LOG("%s", tt_str(&self->x));
+	EXPECT_EQ(7, self->x.e[0].first);
+	EXPECT_EQ(1, self->x.e[0].count);
+	EXPECT_EQ(100000, self->x.e[1].first);
+	EXPECT_EQ(3, self->x.e[1].count);
+}
+
+TEST_F(persist, uncommitted_frozen_blocks_survive_as_dirty)
+{
+	uint64_t e;
+
+	create(_metadata, TABLE " 1 clean");
+	ASSERT_EQ(0, track_dm_open(TT_NAME, &self->dm));
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 40 * BS, BS));
+	ASSERT_EQ(0, track_dm_freeze(self->dm, &e));
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 50 * BS, BS));
+	track_dm_close(self->dm);
+	self->dm = NULL;
+	tt_remove(TT_NAME);
+
+	create(_metadata, TABLE " 1 clean");
+	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &self->x));
+	ASSERT_EQ(2, self->x.n) TH_LOG("%s", tt_str(&self->x));
+	EXPECT_EQ(40, self->x.e[0].first);
+	EXPECT_EQ(50, self->x.e[1].first);
+}
+
+TEST_F(persist, corrupt_superblock_means_all_dirty_and_says_why)
+{
+	struct track_dm_status st;
+
+	create(_metadata, TABLE " 1 clean");
+	tt_remove(TT_NAME);
+	ASSERT_EQ(0, vm_run("printf garbage | dd of=" VM_DISK_D
+			    " bs=1 seek=100 conv=notrunc 2>/dev/null && sync"));
+	vm_kmsg_mark("corrupt");
+	create(_metadata, TABLE " 1 clean");
+	ASSERT_EQ(0, tt_status(TT_NAME, &st));
+	EXPECT_EQ(st.nr_blocks, st.dirty_active);
+	EXPECT_TRUE(vm_kmsg_has("corrupt", "superblock checksum is wrong"));
+}
+
+TEST_F(persist, corrupt_slot_marks_only_its_blocks_dirty)
+{
+	create(_metadata, TABLE " 1 clean");
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 100 * BS, BS));
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 200000 * BS, BS));
+	tt_remove(TT_NAME);
+	/*
+	 * 1 GiB in 4 MiB regions: superblock, 1 intent block, 1 table block,
+	 * then slot 0 (blocks 0-32767) at metadata block 3.
+	 */
+	ASSERT_EQ(0, vm_run("printf garbage | dd of=" VM_DISK_D
+			    " bs=1 seek=%u conv=notrunc 2>/dev/null && sync",
+			    3 * 4096 + 2000));
+	vm_kmsg_mark("slot");
+	create(_metadata, TABLE " 1 clean");
+	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &self->x));
+	ASSERT_EQ(2, self->x.n) TH_LOG("%s", tt_str(&self->x));
+	EXPECT_EQ(0, self->x.e[0].first);
+	EXPECT_EQ(32768, self->x.e[0].count);
+	EXPECT_EQ(200000, self->x.e[1].first);
+	EXPECT_EQ(1, self->x.e[1].count);
+	EXPECT_TRUE(vm_kmsg_has("slot", "1 stored slots failed their checksum"));
+}
+
+TEST_F(persist, other_block_size_means_all_dirty)
+{
+	struct track_dm_status st;
+
+	create(_metadata, TABLE " 1 clean");
+	tt_remove(TT_NAME);
+	vm_kmsg_mark("geometry");
+	create(_metadata, "0 2097152 track " VM_DISK_B " 0 16 3 metadata "
+			  VM_DISK_D " clean");
+	ASSERT_EQ(0, tt_status(TT_NAME, &st));
+	EXPECT_EQ(st.nr_blocks, st.dirty_active);
+	EXPECT_TRUE(vm_kmsg_has("geometry", "another block size"));
+}
+
+TEST_F(persist, growing_the_device_keeps_the_set_and_dirties_new_blocks)
+{
+	create(_metadata, TABLE " 1 clean");
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 9 * BS, BS));
+	tt_remove(TT_NAME);
+	create(_metadata, "0 2105344 track " VM_DISK_B " 0 8 3 metadata "
+			  VM_DISK_D " clean");
+	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &self->x));
+	ASSERT_EQ(2, self->x.n) TH_LOG("%s", tt_str(&self->x));
+	EXPECT_EQ(9, self->x.e[0].first);
+	EXPECT_EQ(262144, self->x.e[1].first);
+	EXPECT_EQ(1024, self->x.e[1].count);
+}
+
+/* Without a metadata device, a table reload hands the sets over. */
+TEST_F(persist, table_reload_keeps_sets_and_epochs)
+{
+	struct track_dm_status st;
+	uint64_t e;
+
+	create(_metadata, "0 2097152 track " VM_DISK_B " 0 8 1 clean");
+	ASSERT_EQ(0, track_dm_open(TT_NAME, &self->dm));
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 11 * BS, BS));
+	ASSERT_EQ(0, track_dm_freeze(self->dm, &e));
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 12 * BS, BS));
+
+	/* Grow by 8 MiB. */
+	ASSERT_EQ(0, vm_run("echo '0 2113536 track " VM_DISK_B " 0 8 1 clean' | "
+			    "dmsetup reload " TT_NAME " && dmsetup resume --noudevsync "
+			    TT_NAME));
+	ASSERT_EQ(0, track_dm_status(self->dm, &st));
+	EXPECT_EQ(264192, st.nr_blocks);
+	EXPECT_EQ(e, st.frozen_epoch);
+	EXPECT_EQ(1, st.dirty_frozen);
+	EXPECT_EQ(1 + 2048, st.dirty_active);
+	ASSERT_EQ(0, track_dm_commit(self->dm, e));
+	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &self->x));
+	ASSERT_EQ(2, self->x.n) TH_LOG("%s", tt_str(&self->x));
+	EXPECT_EQ(12, self->x.e[0].first);
+	EXPECT_EQ(262144, self->x.e[1].first);
+}
+
+TEST_F(persist, failed_metadata_writes_are_reported_and_tracking_goes_on)
+{
+	struct track_dm_status st;
+
+	/* A metadata device that fails every write after the first second. */
+	tt_remove("lt-flaky");
+	ASSERT_EQ(0, vm_run("echo '0 524288 linear " VM_DISK_D " 0' | "
+			    "dmsetup create --noudevsync lt-flaky"));
+	create(_metadata, "0 2097152 track " VM_DISK_B
+			  " 0 8 3 metadata /dev/mapper/lt-flaky clean");
+	ASSERT_EQ(0, vm_run("dmsetup suspend --noudevsync lt-flaky && "
+			    "echo '0 524288 error' | dmsetup load lt-flaky && "
+			    "dmsetup resume --noudevsync lt-flaky"));
+	vm_kmsg_mark("flaky");
+	/* The first write to a region needs an intent write, which fails. */
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 300000 * BS / 2, BS));
+	ASSERT_EQ(0, tt_status(TT_NAME, &st));
+	EXPECT_EQ(TRACK_DM_PERSIST_FAILED, st.persist);
+	EXPECT_EQ(1, st.dirty_active);
+	EXPECT_TRUE(vm_kmsg_has("flaky", "tracking in memory only"));
+	tt_remove(TT_NAME);
+	tt_remove("lt-flaky");
+}
+
+TEST_HARNESS_MAIN

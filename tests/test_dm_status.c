@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The dm-track status line, as the kernel prints it, parses into its fields. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "internal.h"
+
+static void idle_device_parses(void **state)
+{
+	struct track_dm_status st;
+
+	assert_int_equal(0, track_dm_parse_status(
+		"8 262144 3 - 1 - 0 2099296 - 6b1f5e3c-3d4a-4c9e-9a63-2f5b3b3f8e10",
+		&st));
+	assert_int_equal(4096, st.block_size);
+	assert_int_equal(262144, st.nr_blocks);
+	assert_int_equal(3, st.dirty_active);
+	assert_int_equal(0, st.dirty_frozen);
+	assert_int_equal(1, st.epoch);
+	assert_int_equal(0, st.frozen_epoch);
+	assert_int_equal(0, st.committed_epoch);
+	assert_int_equal(2099296, st.mem_bytes);
+	assert_int_equal(TRACK_DM_PERSIST_NONE, st.persist);
+	assert_string_equal("6b1f5e3c-3d4a-4c9e-9a63-2f5b3b3f8e10", st.track_id);
+}
+
+static void frozen_epoch_and_metadata_parse(void **state)
+{
+	struct track_dm_status st;
+
+	assert_int_equal(0, track_dm_parse_status(
+		"1 8 0 8 18446744073709551615 18446744073709551614 17 100 ok id", &st));
+	assert_int_equal(512, st.block_size);
+	assert_int_equal(8, st.dirty_frozen);
+	assert_true(st.epoch == UINT64_MAX);
+	assert_true(st.frozen_epoch == UINT64_MAX - 1);
+	assert_int_equal(17, st.committed_epoch);
+	assert_int_equal(TRACK_DM_PERSIST_OK, st.persist);
+
+	assert_int_equal(0, track_dm_parse_status(
+		"8 8 0 - 2 - 1 100 failed id", &st));
+	assert_int_equal(TRACK_DM_PERSIST_FAILED, st.persist);
+}
+
+static void malformed_lines_are_refused(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"8 262144 3 - 1 - 0 2099296 -",		/* a field short */
+		"8 262144 x - 1 - 0 2099296 - id",	/* not a number */
+		"8 262144 3 - 1 - 0 -1x - id",
+		"8 262144 3 - 99999999999999999999 - 0 1 - id", /* overflow */
+		"Error",
+		"8 1 1 - 1 - 0 1 - 0123456789012345678901234567890123456789",
+	};
+	struct track_dm_status st;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(-EPROTO, track_dm_parse_status(bad[i], &st));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(idle_device_parses),
+		cmocka_unit_test(frozen_epoch_and_metadata_parse),
+		cmocka_unit_test(malformed_lines_are_refused),
+	};
+
+	return cmocka_run_group_tests_name("dm status", tests, NULL, NULL);
+}
