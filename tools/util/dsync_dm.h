@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <libtrack/stream.h>
+#include <libtrack.h>
 
 #include "dsync_util.h"
 
@@ -31,7 +31,9 @@ struct ds_opts {
 
 /* A frozen epoch of a dm-track device. */
 struct ds_epoch {
-	void *dm;		/* struct track_dm *, NULL if none */
+	struct track_dm *dm;	/* NULL: nothing frozen */
+	int lock_fd;		/* flock()ed: one extraction at a time */
+	char name[128];		/* dm name */
 	char path[4096];	/* the device node to read */
 	uint64_t epoch;		/* the frozen epoch */
 	uint64_t base;		/* committed epoch when it was frozen */

@@ -47,6 +47,7 @@ int ds_run_extract(const struct ds_opts *o, int out, struct ds_epoch *ep,
 
 	memset(&info, 0, sizeof(info));
 	memset(ep, 0, sizeof(*ep));
+	ep->lock_fd = -1;
 	if (o->name) {
 		ret = ds_epoch_freeze(o->name, ep, msg, sizeof(msg));
 		if (ret) {
