@@ -100,6 +100,18 @@ used=$(du -k seeded | cut -f1)
 [ "$used" -lt 16384 ] && ok "the seeded replica is sparse (${used} KiB)" ||
 	not_ok "the seeded replica is sparse (${used} KiB used)"
 
+# blocks larger than the file system's holes: a block partly in a hole is
+# data, one wholly in a hole a zero run
+truncate -s 10M sp
+head -c 4096 /dev/urandom | dd of=sp bs=1 seek=$((1048576 + 8192)) \
+	conv=notrunc status=none
+printf 'tail' | dd of=sp bs=1 seek=$((5 * 1048576 - 4)) conv=notrunc status=none
+for bs in 65536 1048576; do
+	rm -f sp.$bs
+	dmextract -b $bs --all --device sp | dmmerge sp.$bs
+	check "$bs-byte blocks over 4 KiB holes round-trip" cmp -s sp sp.$bs
+done
+
 # a full stream over an existing replica with other contents
 mkimg other 64
 dmextract --all --device src | dmmerge other
