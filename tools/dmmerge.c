@@ -255,6 +255,7 @@ static int check_state(struct merge *m)
 {
 	const struct track_stream_info *in = &m->info;
 	const struct state *st = &m->st;
+	const char *tname = m->target ? m->target : "the target";
 	const char *why = NULL;
 	char buf[700];
 	int ret;
@@ -268,7 +269,7 @@ static int check_state(struct merge *m)
 			 "the epoch %s holds is unknown: seed it with a full "
 			 "stream (dmextract --all), or use --force if you know "
 			 "it holds epoch %" PRIu64 " of %s", m->state_path,
-			 m->target, in->base_epoch, in->source_id);
+			 tname, in->base_epoch, in->source_id);
 		why = buf;
 	} else {
 		ret = track_stream_check_epoch(in, st->source_id, st->epoch);
@@ -283,13 +284,13 @@ static int check_state(struct merge *m)
 			snprintf(buf, sizeof(buf), "the stream comes from "
 				 "\"%s\", but %s was last updated from \"%s\" "
 				 "(state file %s): wrong target?",
-				 in->source_id, m->target, st->source_id,
+				 in->source_id, tname, st->source_id,
 				 m->state_path);
 			break;
 		case -ENOENT:
 			snprintf(buf, sizeof(buf), "the stream has no epochs, "
 				 "so nothing says it follows epoch %" PRIu64
-				 " of %s", st->epoch, m->target);
+				 " of %s", st->epoch, tname);
 			break;
 		case -ERANGE:
 			snprintf(buf, sizeof(buf), "the stream holds the "
@@ -297,7 +298,7 @@ static int check_state(struct merge *m)
 				 "epoch %" PRIu64 ": the changes in between "
 				 "would be missing. Apply the missing stream "
 				 "first, or seed again (dmextract --all)",
-				 in->base_epoch, m->target, st->epoch);
+				 in->base_epoch, tname, st->epoch);
 			break;
 		case -ESTALE:
 			snprintf(buf, sizeof(buf), "the stream (epochs %"
@@ -305,7 +306,7 @@ static int check_state(struct merge *m)
 				 "epoch %" PRIu64 " that %s has: applying it "
 				 "would roll blocks back (was it applied "
 				 "already?)", in->base_epoch, in->new_epoch,
-				 st->epoch, m->target);
+				 st->epoch, tname);
 			break;
 		default:
 			snprintf(buf, sizeof(buf), "the stream has %" PRIu32
@@ -322,7 +323,8 @@ static int check_state(struct merge *m)
 		ds_err("warning: %s; applying it anyway (--force)", why);
 		return 0;
 	}
-	ds_err("refusing the stream: %s (--force applies it anyway)", why);
+	ds_err("refusing the stream: %s%s", why, st->present ?
+	       " (--force applies it anyway)" : "");
 	return -EPERM;
 }
 

@@ -21,6 +21,7 @@
 #define WR_OBUF		(256u << 10)	/* small writes are gathered here */
 #define WR_PROBE	(16u << 10)	/* deflate this much first to see... */
 #define WR_PROBE_MIN	(64u << 10)	/* ...in records at least this large */
+#define WR_SKIP_MAX	32		/* records sent raw after a failure */
 
 struct track_stream_writer {
 	track_stream_write_fn fn;
@@ -38,6 +39,8 @@ struct track_stream_writer {
 	z_stream z;
 	unsigned char *cbuf;	/* deflate output */
 	size_t cbuf_len;
+	unsigned int skip;	/* records to send without trying deflate */
+	unsigned int backoff;	/* the next skip after a failed try */
 
 	unsigned char *pend;	/* pending data run */
 	uint64_t pend_first;
@@ -148,13 +151,28 @@ static int wr_record(struct track_stream_writer *w, uint16_t type,
 }
 
 /*
- * Would deflate shrink this record? Compressing its first 16 KiB costs
- * 1.6 % of compressing a 1 MiB record; data that does not shrink there
- * (already compressed or encrypted) is sent as it is, at full speed.
+ * Deflating data that does not shrink (already compressed or encrypted)
+ * costs as much as deflating text, about 30 MiB/s, and gains nothing. Two
+ * guards keep such data at full speed: a large record is first deflated
+ * for its first 16 KiB only (1.6 % of a 1 MiB record); and after a record
+ * did not shrink, the next 1, 2, 4 ... 32 records are sent without trying,
+ * until one shrinks again.
  */
+static void wr_deflate_failed(struct track_stream_writer *w)
+{
+	w->backoff = w->backoff ? w->backoff * 2 : 1;
+	if (w->backoff > WR_SKIP_MAX)
+		w->backoff = WR_SKIP_MAX;
+	w->skip = w->backoff;
+}
+
 static bool wr_worth_deflating(struct track_stream_writer *w,
 			       const unsigned char *buf, uint64_t raw)
 {
+	if (w->skip) {
+		w->skip--;
+		return false;
+	}
 	if (raw < WR_PROBE_MIN)
 		return true;
 	if (deflateReset(&w->z) != Z_OK)
@@ -165,7 +183,10 @@ static bool wr_worth_deflating(struct track_stream_writer *w,
 	w->z.avail_out = (uInt)w->cbuf_len;
 	if (deflate(&w->z, Z_FINISH) != Z_STREAM_END)
 		return true;
-	return w->z.total_out < WR_PROBE - WR_PROBE / 16;
+	if (w->z.total_out < WR_PROBE - WR_PROBE / 16)
+		return true;
+	wr_deflate_failed(w);
+	return false;
 }
 
 static int wr_emit_data(struct track_stream_writer *w, uint64_t first,
@@ -191,6 +212,9 @@ static int wr_emit_data(struct track_stream_writer *w, uint64_t first,
 			payload = w->cbuf;
 			plen = (uint32_t)w->z.total_out;
 			flags = SF_RF_ZLIB;
+			w->backoff = 0;
+		} else {
+			wr_deflate_failed(w);
 		}
 	}
 	ret = wr_record(w, SF_T_DATA, flags, first, count, payload, plen);
