@@ -155,8 +155,9 @@ static int wr_record(struct track_stream_writer *w, uint16_t type,
  * costs as much as deflating text, about 30 MiB/s, and gains nothing. Two
  * guards keep such data at full speed: a large record is first deflated
  * for its first 16 KiB only (1.6 % of a 1 MiB record); and after a record
- * did not shrink, the next 1, 2, 4 ... 32 records are sent without trying,
- * until one shrinks again.
+ * did not shrink, the next 1, 2, 4 ... 32 small records are sent without
+ * trying, until one shrinks again. Large records are always probed, so a
+ * compressible run after incompressible blocks is still deflated.
  */
 static void wr_deflate_failed(struct track_stream_writer *w)
 {
@@ -169,12 +170,12 @@ static void wr_deflate_failed(struct track_stream_writer *w)
 static bool wr_worth_deflating(struct track_stream_writer *w,
 			       const unsigned char *buf, uint64_t raw)
 {
-	if (w->skip) {
+	if (raw < WR_PROBE_MIN) {
+		if (!w->skip)
+			return true;
 		w->skip--;
 		return false;
 	}
-	if (raw < WR_PROBE_MIN)
-		return true;
 	if (deflateReset(&w->z) != Z_OK)
 		return true;
 	w->z.next_in = (unsigned char *)buf;
