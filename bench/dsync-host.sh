@@ -17,6 +17,9 @@
 # Every method starts with both files out of the page cache, ends with the
 # replica synced (fsync), and is checked with cmp afterwards (not timed).
 #
+# First, bench/stream_speed.c measures the stream's CPU cost on one core
+# (CRC32C, writer, reader; in memory, no I/O).
+#
 # Usage: bench/dsync-host.sh [DIR]     (DIR default: build/bench, needs
 #        about 3 x SIZE_GIB x DATA_PCT / 100 of free space)
 # Environment: SIZE_GIB (4), DATA_PCT (50), CHANGE_PCTS ("1 10"),
@@ -41,6 +44,13 @@ for t in rsync dd cmp awk; do
 done
 
 mkdir -p "$dir"
+cc -O2 -D_GNU_SOURCE -I"$top/libtrack/include" -I"$top/libtrack/src" \
+	-o "$dir/stream_speed" "$top/bench/stream_speed.c" \
+	"$top/build/lib/libtrack.a" -lz
+pin=
+command -v taskset >/dev/null && pin="taskset -c 0"
+$pin "$dir/stream_speed" 256
+echo
 cd "$dir"
 src=src.img
 base=base.img
@@ -177,4 +187,4 @@ for pct in $change_pcts; do
 done
 echo
 echo "# $(nproc) CPUs, $(uname -r), $(df -T "$dir" | awk 'NR == 2 { print $2 }') on $(df "$dir" | awk 'NR == 2 { print $1 }'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-rm -f "$src" "$base" "$dst" dirty.txt out.txt err.txt time.out
+rm -f "$src" "$base" "$dst" dirty.txt out.txt err.txt time.out stream_speed

@@ -660,6 +660,11 @@ static int merge(struct merge *m)
 
 	m->input = "stdin";
 	m->in_fd = STDIN_FILENO;
+	if (isatty(STDIN_FILENO)) {
+		ds_err("no stream on stdin (it is a terminal): pipe dmextract "
+		       "into dmmerge, or redirect a stream file");
+		return -EINVAL;
+	}
 	ret = read_stream_header(m);
 	if (ret)
 		goto fail;

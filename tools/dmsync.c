@@ -292,6 +292,20 @@ static int run(struct sync_opts *s)
 	int in = -1, ret, rret;
 	pid_t pid;
 
+	/* Local trouble first, before a connection is made for nothing. */
+	if (s->x.name && ds_dm_probe(s->x.name, what, sizeof(what))) {
+		ds_err("%s", what);
+		return DS_EXIT_FAIL;
+	}
+	if (s->x.device && access(s->x.device, R_OK)) {
+		ds_err("cannot read %s: %s", s->x.device, strerror(errno));
+		return DS_EXIT_FAIL;
+	}
+	if (s->x.dirty && strcmp(s->x.dirty, "-") &&
+	    access(s->x.dirty, R_OK)) {
+		ds_err("cannot read %s: %s", s->x.dirty, strerror(errno));
+		return DS_EXIT_FAIL;
+	}
 	if (s->host)
 		snprintf(what, sizeof(what), "dmmerge on %s", s->host);
 	else

@@ -37,6 +37,22 @@ static const char *dm_hint(int err)
 	}
 }
 
+int ds_dm_probe(const char *name, char *msg, size_t msglen)
+{
+	struct track_dm_status st;
+	struct track_dm *dm;
+	int ret;
+
+	ret = track_dm_open(name, &dm);
+	if (!ret) {
+		ret = track_dm_status(dm, &st);
+		track_dm_close(dm);
+	}
+	if (ret)
+		snprintf(msg, msglen, "%s: %s", name, dm_hint(ret));
+	return ret;
+}
+
 int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
 		    size_t msglen)
 {

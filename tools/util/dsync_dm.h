@@ -43,6 +43,9 @@ struct ds_epoch {
 	char source_id[TRACK_STREAM_ID_MAX + 1];
 };
 
+/* Is NAME a dm-track device we can drive? (Nothing is changed.) */
+int ds_dm_probe(const char *name, char *msg, size_t msglen);
+
 /* Open dm-track device NAME and freeze its active set. */
 int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
 		    size_t msglen);
