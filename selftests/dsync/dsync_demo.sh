@@ -13,15 +13,16 @@ dmsync --all --state $STATE $NAME $DST || bail "seeding"
 size=$(blockdev --getsize64 $SRC)
 for i in 1 2 3; do
 	mount $SRC $MNT || bail "mount $SRC"
-	workload hour$i $i
+	dd if=/dev/urandom of=$MNT/hour$i bs=1M count=$((i * 4)) 2>/dev/null
 	umount $MNT
-	echo "dsync demo: sync $i after writing $i MiB of files:"
+	echo "dsync demo: sync $i, after writing a $((i * 4)) MiB file:"
 	dmextract -v $NAME 2>$T/err | tee $T/stream |
-		dmmerge -v --state $STATE $DST || bail "sync $i"
+		dmmerge --state $STATE $DST || bail "sync $i"
 	sed 's/^/  /' $T/err
 	bytes=$(wc -c <$T/stream)
+	pm=$((bytes * 10000 / size))
 	echo "  sent $bytes bytes of a $size-byte device" \
-		"($((bytes * 1000 / size / 10)).$((bytes * 1000 / size % 10))%)"
+		"($((pm / 100)).$((pm / 10 % 10))$((pm % 10))%)"
 	cmp $SRC $DST >/dev/null && echo "  replica identical: yes" ||
 		bail "replica differs after sync $i"
 	ok "sync $i"
