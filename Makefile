@@ -191,3 +191,36 @@ uninstall:
 clean:
 	rm -rf $(B)
 	if [ -f dm-track/Makefile ]; then $(MAKE) -C dm-track clean-local; fi
+
+# --- uds-plus: its sync engine lives in tools/uds/ ------------------------
+# Linked into uds-plus and into the tests/test_uds_*.c unit tests only.
+
+UDS_SRCS	:= $(sort $(wildcard tools/uds/*.c))
+UDS_OBJS	:= $(UDS_SRCS:tools/uds/%.c=$(B)/tools/uds/%.o)
+
+$(B)/tools/uds/%.o: tools/uds/%.c tools/uds/*.h $(LIB_HDRS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -Itools/uds -Itools/util $(CFLAGS) -c -o $@ $<
+
+$(B)/bin/uds-plus: tools/uds-plus.c $(UDS_OBJS) $(LIB_A) $(TOOL_UTIL_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -Itools/uds -Itools/util $(CFLAGS) -o $@ $< \
+		$(UDS_OBJS) $(TOOL_UTIL_OBJS) $(LIB_A) $(LDFLAGS) $(DEP_LIBS)
+
+$(B)/tests/test_uds_%: tests/test_uds_%.c $(UDS_OBJS) $(LIB_A) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -Ilibtrack/src -Itests -Itools/uds $(CFLAGS) -o $@ $< \
+		$(shell sed -n 's,^/\* wrap: \(.*\) \*/$$,\1,p' $<) \
+		$(UDS_OBJS) $(LIB_A) $(LDFLAGS) $(DEP_LIBS) -lcmocka
+
+# The systemd user unit of uds-plus (not part of `install`: not every
+# system runs systemd).
+SYSTEMD_USER_DIR ?= $(PREFIX)/lib/systemd/user
+
+.PHONY: install-systemd
+install-systemd:
+	install -d $(DESTDIR)$(SYSTEMD_USER_DIR) $(DESTDIR)$(PREFIX)/share/doc/libtrack
+	sed 's,@BINDIR@,$(BINDIR),' tools/systemd/uds-plus@.service \
+		>$(DESTDIR)$(SYSTEMD_USER_DIR)/uds-plus@.service
+	install -m 644 tools/systemd/uds-plus.conf.example \
+		$(DESTDIR)$(PREFIX)/share/doc/libtrack/

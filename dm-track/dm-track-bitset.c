@@ -186,12 +186,13 @@ void track_bitset_merge(struct track_bitset *dst, struct track_bitset *src)
 }
 
 /*
- * A copy of BS for a device of NR_BLOCKS blocks: blocks beyond the old end
- * are dirty (the replica has never seen them), blocks beyond the new end are
- * dropped. BS is destroyed. Not for sets that are being marked.
+ * A copy of BS for a device of NR_BLOCKS blocks: blocks beyond the new end
+ * are dropped, and with DIRTY_NEW blocks beyond the old end are dirty (the
+ * replica has never seen them). BS is destroyed. Not for sets that are
+ * being marked.
  */
 struct track_bitset *track_bitset_resize(struct track_bitset *bs,
-					 u64 nr_blocks)
+					 u64 nr_blocks, bool dirty_new)
 {
 	struct track_bitset *nbs;
 	u64 old_blocks = bs->nr_blocks;
@@ -219,11 +220,11 @@ struct track_bitset *track_bitset_resize(struct track_bitset *bs,
 		}
 	}
 	/*
-	 * When growing, a FULL last leaf of the old set now also covers new
-	 * blocks; they are dirty anyway.
+	 * When growing, a FULL last leaf of the old set now also covers some
+	 * new blocks: more dirty than needed, never less.
 	 */
 	track_bitset_merge(nbs, bs);
-	if (nr_blocks > old_blocks)
+	if (dirty_new && nr_blocks > old_blocks)
 		track_bitset_mark(nbs, old_blocks, nr_blocks - 1, GFP_KERNEL);
 	return nbs;
 }

@@ -835,7 +835,7 @@ int track_metadata_load(struct track_c *tc)
 	if (nr_blocks != md->nr_blocks) {
 		DMINFO("%s: device size changed from %llu to %llu blocks",
 		       md->name, nr_blocks, md->nr_blocks);
-		bs = track_bitset_resize(bs, md->nr_blocks);
+		bs = track_bitset_resize(bs, md->nr_blocks, true);
 		if (!bs)
 			return -ENOMEM;
 	}

@@ -212,7 +212,8 @@ static int track_take_over(struct track_c *tc, bool *taken)
 			mutex_unlock(&old->lock);
 			continue;
 		}
-		active = track_bitset_resize(active_set(old), tc->nr_blocks);
+		active = track_bitset_resize(active_set(old), tc->nr_blocks,
+					     true);
 		if (!active) {
 			mutex_unlock(&old->lock);
 			r = -ENOMEM;
@@ -220,7 +221,8 @@ static int track_take_over(struct track_c *tc, bool *taken)
 		}
 		RCU_INIT_POINTER(old->active, NULL);
 		if (old->frozen) {
-			frozen = track_bitset_resize(old->frozen, tc->nr_blocks);
+			frozen = track_bitset_resize(old->frozen, tc->nr_blocks,
+						     false);
 			if (!frozen) {
 				/* Never drop a block: everything is dirty. */
 				track_bitset_destroy(old->frozen);
@@ -299,7 +301,7 @@ static int parse_features(struct dm_arg_set *as, struct track_c *tc,
 			  char **error)
 {
 	static const struct dm_arg _args[] = {
-		{0, 4, "Invalid number of feature arguments"},
+		{0, 5, "Invalid number of feature arguments"},
 	};
 	unsigned int argc;
 	const char *arg;

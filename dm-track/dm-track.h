@@ -45,7 +45,7 @@ void track_bitset_mark(struct track_bitset *bs, u64 first, u64 last,
 		       gfp_t gfp);
 void track_bitset_merge(struct track_bitset *dst, struct track_bitset *src);
 struct track_bitset *track_bitset_resize(struct track_bitset *bs,
-					 u64 nr_blocks);
+					 u64 nr_blocks, bool dirty_new);
 u64 track_bitset_weight(struct track_bitset *bs);
 u64 track_bitset_memory(struct track_bitset *bs);
 bool track_bitset_next_run(struct track_bitset *bs, u64 pos, u64 *first,

@@ -22,7 +22,10 @@ host_progs="/sbin/dmsetup /sbin/mke2fs /sbin/e2fsck /sbin/blkdiscard
 	/usr/bin/cmp /usr/bin/setpriv"
 for p in $host_progs; do
 	[ -x "$p" ] || die "$p is missing; run scripts/deps.sh"
-	rm -f "$root$p"
+	# The real program replaces busybox's applet of the same name.
+	for d in bin sbin usr/bin usr/sbin; do
+		[ -L "$root/$d/$(basename "$p")" ] && rm -f "$root/$d/$(basename "$p")"
+	done
 	mkdir -p "$root$(dirname "$p")"
 	cp "$p" "$root$p"
 done

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Boot the patched kernel in QEMU and run the VM tests (or the demo).
 #
-# Usage: scripts/vm-run.sh [--demo] [--boot NAME]... [--out DIR]
+# Usage: scripts/vm-run.sh [--demo] [--boot NAME]... [--only REGEX] [--out DIR]
 #
 # The entries of build/selftests/tests.list are grouped by their boot column;
 # each boot is one QEMU run, in the order the boots first appear. The disks
@@ -21,6 +21,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 demo=0
+only=
 out="$top/build/vm"
 boots=()
 while [ $# -gt 0 ]; do
@@ -28,7 +29,8 @@ while [ $# -gt 0 ]; do
 	--demo) demo=1 ;;
 	--boot) boots+=("$2"); shift ;;
 	--out) out=$2; shift ;;
-	*) die "usage: vm-run.sh [--demo] [--boot NAME]... [--out DIR]" ;;
+	--only) only=$2; shift ;;
+	*) die "usage: vm-run.sh [--demo] [--boot NAME]... [--only REGEX] [--out DIR]" ;;
 	esac
 	shift
 done
@@ -45,7 +47,8 @@ if [ ${#boots[@]} -eq 0 ]; then
 		demo*) [ $demo = 1 ] && boots+=("$b") ;;
 		*) [ $demo = 0 ] && boots+=("$b") ;;
 		esac
-	done < <(grep -v '^[[:space:]]*#' "$list" | awk 'NF && !seen[$1]++ { print $1 }')
+	done < <(grep -v '^[[:space:]]*#' "$list" | grep -E -- "${only:-.}" |
+		awk 'NF && !seen[$1]++ { print $1 }')
 fi
 [ ${#boots[@]} -gt 0 ] || die "no boots to run in $list"
 
@@ -66,7 +69,7 @@ problems='BUG:|WARNING:|Oops|KASAN|general protection fault|Kernel panic|INFO: t
 status=0
 : >"$out/vm.tap"
 for boot in "${boots[@]}"; do
-	budget=$(grep -v '^[[:space:]]*#' "$list" |
+	budget=$(grep -v '^[[:space:]]*#' "$list" | grep -E -- "${only:-.}" |
 		awk -v b="$boot" '$1 == b { t += $2 } END { print t + 120 }')
 	console="$out/console-$boot.log"
 	results="$out/results-$boot.log"
@@ -78,7 +81,7 @@ for boot in "${boots[@]}"; do
 		-m "${LIBTRACK_VM_MEM:-2G}" \
 		-nodefaults -display none -no-reboot \
 		-kernel "$KIMAGE" -initrd "$initrd" \
-		-append "console=ttyS0 libtrack.boot=$boot panic=-1 log_buf_len=8M loglevel=5" \
+		-append "console=ttyS0 libtrack.boot=$boot ${only:+libtrack.only=$only} panic=-1 log_buf_len=8M loglevel=5 printk.devkmsg=on" \
 		-serial "file:$console" -serial stdio \
 		-drive "file=$out/disks/vda.img,if=virtio,format=raw,cache=writeback" \
 		-drive "file=$out/disks/vdb.img,if=virtio,format=raw,cache=writeback" \

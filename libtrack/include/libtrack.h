@@ -13,5 +13,7 @@
 #include <libtrack/version.h>
 #include <libtrack/dm.h>
 #include <libtrack/stream.h>
+#include <libtrack/watch.h>
+#include <libtrack/batch.h>
 
 #endif /* LIBTRACK_H */

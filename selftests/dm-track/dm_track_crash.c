@@ -16,8 +16,8 @@
 
 #define BS		4096ULL
 #define REGION		256ULL		/* blocks: region_size 2048 sectors */
-#define TABLE		"0 2097152 track " VM_DISK_B " 0 8 4 metadata " \
-			VM_DISK_D " region_size 2048"
+#define TABLE		"0 2097152 track " VM_DISK_B " 0 8 5 metadata " \
+			VM_DISK_D " region_size 2048 clean"
 #define LOG_MAGIC	0x6c6f6763726173ULL
 
 /* What the write phase did, stored in the first sector of VM_DISK_C. */
@@ -69,10 +69,10 @@ TEST(crash_marks_exactly_the_intent_regions)
 
 	if (!strcmp(phase, "write")) {
 		tt_remove(TT_NAME);
-		ASSERT_EQ(0, vm_run("blkdiscard -z " VM_DISK_D));
+		ASSERT_EQ(0, vm_run("/sbin/blkdiscard -z " VM_DISK_D));
 		memset(&log, 0, sizeof(log));
 		ASSERT_EQ(0, write_log(&log));
-		ASSERT_EQ(0, vm_run("echo '%s 1 clean' | dmsetup create --noudevsync "
+		ASSERT_EQ(0, vm_run("echo '%s' | dmsetup create --noudevsync "
 				    TT_NAME, TABLE));
 		ASSERT_EQ(0, track_dm_open(TT_NAME, &dm));
 
@@ -112,7 +112,7 @@ TEST(crash_marks_exactly_the_intent_regions)
 	ASSERT_EQ(0, read_log(&log));
 	ASSERT_EQ(LOG_MAGIC, log.magic) TH_LOG("the write phase did not finish");
 	vm_kmsg_mark("crash-verify");
-	ASSERT_EQ(0, vm_run("echo '%s 1 clean' | dmsetup create --noudevsync "
+	ASSERT_EQ(0, vm_run("echo '%s' | dmsetup create --noudevsync "
 			    TT_NAME, TABLE));
 	EXPECT_TRUE(vm_kmsg_has("crash-verify", "not shut down cleanly: 3 write-intent regions"));
 	ASSERT_EQ(0, tt_status(TT_NAME, &st));

@@ -170,10 +170,10 @@ FIXTURE_SETUP(hammer)
 	TT_REQUIRE_TARGET();
 	tt_remove(TT_NAME);
 	/* Source and replica start identical: both zeroed. */
-	ASSERT_EQ(0, vm_run("blkdiscard -z -l %u " VM_DISK_B, NR_BLOCKS * BS));
-	ASSERT_EQ(0, vm_run("blkdiscard -z -l %u " VM_DISK_C, NR_BLOCKS * BS));
+	ASSERT_EQ(0, vm_run("/sbin/blkdiscard -z -l %u " VM_DISK_B, NR_BLOCKS * BS));
+	ASSERT_EQ(0, vm_run("/sbin/blkdiscard -z -l %u " VM_DISK_C, NR_BLOCKS * BS));
 	if (variant->metadata)
-		ASSERT_EQ(0, vm_run("blkdiscard -z " VM_DISK_D));
+		ASSERT_EQ(0, vm_run("/sbin/blkdiscard -z " VM_DISK_D));
 	ASSERT_EQ(0, track_dm_create(TT_NAME, &p));
 
 	memset(&self->s, 0, sizeof(self->s));
@@ -241,7 +241,7 @@ TEST_F_TIMEOUT(hammer, replica_equals_source_after_syncs_under_writes, 300)
 	ASSERT_EQ(0, missing) TH_LOG("written blocks never committed");
 
 	/* And the replica has the source's bytes. */
-	ASSERT_EQ(0, vm_run("cmp -n %u " TT_PATH " " VM_DISK_C,
+	ASSERT_EQ(0, vm_run("/usr/bin/cmp -n %u " TT_PATH " " VM_DISK_C,
 			    NR_BLOCKS * BS));
 }
 

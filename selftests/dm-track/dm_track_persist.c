@@ -10,6 +10,7 @@
 #define BS	4096ULL
 #define LEN	2097152ULL		/* sectors: 1 GiB, 262144 blocks */
 #define TABLE	"0 2097152 track " VM_DISK_B " 0 8 2 metadata " VM_DISK_D
+#define TABLE_CLEAN "0 2097152 track " VM_DISK_B " 0 8 3 metadata " VM_DISK_D " clean"
 
 static void create(struct __test_metadata *_metadata, const char *table)
 {
@@ -28,7 +29,7 @@ FIXTURE_SETUP(persist)
 	tt_remove(TT_NAME);
 	memset(&self->x, 0, sizeof(self->x));
 	self->dm = NULL;
-	ASSERT_EQ(0, vm_run("blkdiscard -z " VM_DISK_D));
+	ASSERT_EQ(0, vm_run("/sbin/blkdiscard -z " VM_DISK_D));
 }
 
 FIXTURE_TEARDOWN(persist)
@@ -56,7 +57,7 @@ TEST_F(persist, dirty_set_epochs_and_id_survive_remove_and_recreate)
 	struct track_dm_status before, after;
 	uint64_t e;
 
-	create(_metadata, TABLE " 1 clean");
+	create(_metadata, TABLE_CLEAN);
 	ASSERT_EQ(0, track_dm_open(TT_NAME, &self->dm));
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 5 * BS, BS));
 	ASSERT_EQ(0, track_dm_freeze(self->dm, &e));
@@ -69,7 +70,7 @@ TEST_F(persist, dirty_set_epochs_and_id_survive_remove_and_recreate)
 	tt_remove(TT_NAME);
 
 	vm_kmsg_mark("recreate");
-	create(_metadata, TABLE " 1 clean");
+	create(_metadata, TABLE_CLEAN);
 	ASSERT_EQ(0, tt_status(TT_NAME, &after));
 	EXPECT_STREQ(before.track_id, after.track_id);
 	EXPECT_EQ(e, after.committed_epoch);
@@ -87,7 +88,7 @@ TEST_F(persist, uncommitted_frozen_blocks_survive_as_dirty)
 {
 	uint64_t e;
 
-	create(_metadata, TABLE " 1 clean");
+	create(_metadata, TABLE_CLEAN);
 	ASSERT_EQ(0, track_dm_open(TT_NAME, &self->dm));
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 40 * BS, BS));
 	ASSERT_EQ(0, track_dm_freeze(self->dm, &e));
@@ -96,7 +97,7 @@ TEST_F(persist, uncommitted_frozen_blocks_survive_as_dirty)
 	self->dm = NULL;
 	tt_remove(TT_NAME);
 
-	create(_metadata, TABLE " 1 clean");
+	create(_metadata, TABLE_CLEAN);
 	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &self->x));
 	ASSERT_EQ(2, self->x.n) TH_LOG("%s", tt_str(&self->x));
 	EXPECT_EQ(40, self->x.e[0].first);
@@ -107,12 +108,12 @@ TEST_F(persist, corrupt_superblock_means_all_dirty_and_says_why)
 {
 	struct track_dm_status st;
 
-	create(_metadata, TABLE " 1 clean");
+	create(_metadata, TABLE_CLEAN);
 	tt_remove(TT_NAME);
 	ASSERT_EQ(0, vm_run("printf garbage | dd of=" VM_DISK_D
 			    " bs=1 seek=100 conv=notrunc 2>/dev/null && sync"));
 	vm_kmsg_mark("corrupt");
-	create(_metadata, TABLE " 1 clean");
+	create(_metadata, TABLE_CLEAN);
 	ASSERT_EQ(0, tt_status(TT_NAME, &st));
 	EXPECT_EQ(st.nr_blocks, st.dirty_active);
 	EXPECT_TRUE(vm_kmsg_has("corrupt", "superblock checksum is wrong"));
@@ -120,7 +121,7 @@ TEST_F(persist, corrupt_superblock_means_all_dirty_and_says_why)
 
 TEST_F(persist, corrupt_slot_marks_only_its_blocks_dirty)
 {
-	create(_metadata, TABLE " 1 clean");
+	create(_metadata, TABLE_CLEAN);
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 100 * BS, BS));
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 200000 * BS, BS));
 	tt_remove(TT_NAME);
@@ -132,7 +133,7 @@ TEST_F(persist, corrupt_slot_marks_only_its_blocks_dirty)
 			    " bs=1 seek=%u conv=notrunc 2>/dev/null && sync",
 			    3 * 4096 + 2000));
 	vm_kmsg_mark("slot");
-	create(_metadata, TABLE " 1 clean");
+	create(_metadata, TABLE_CLEAN);
 	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &self->x));
 	ASSERT_EQ(2, self->x.n) TH_LOG("%s", tt_str(&self->x));
 	EXPECT_EQ(0, self->x.e[0].first);
@@ -146,7 +147,7 @@ TEST_F(persist, other_block_size_means_all_dirty)
 {
 	struct track_dm_status st;
 
-	create(_metadata, TABLE " 1 clean");
+	create(_metadata, TABLE_CLEAN);
 	tt_remove(TT_NAME);
 	vm_kmsg_mark("geometry");
 	create(_metadata, "0 2097152 track " VM_DISK_B " 0 16 3 metadata "
@@ -158,7 +159,7 @@ TEST_F(persist, other_block_size_means_all_dirty)
 
 TEST_F(persist, growing_the_device_keeps_the_set_and_dirties_new_blocks)
 {
-	create(_metadata, TABLE " 1 clean");
+	create(_metadata, TABLE_CLEAN);
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 9 * BS, BS));
 	tt_remove(TT_NAME);
 	create(_metadata, "0 2105344 track " VM_DISK_B " 0 8 3 metadata "

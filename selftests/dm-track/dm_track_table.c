@@ -73,7 +73,7 @@ TEST(table_is_printed_back_unchanged)
 	TT_REQUIRE_TARGET();
 	for (i = 0; i < ARRAY_SIZE(tables); i++) {
 		tt_remove(TT_NAME);
-		ASSERT_EQ(0, vm_run("blkdiscard -z " VM_DISK_D));
+		ASSERT_EQ(0, vm_run("/sbin/blkdiscard -z " VM_DISK_D));
 		ASSERT_EQ(0, vm_run("echo '%s' | dmsetup create --noudevsync "
 				    TT_NAME, tables[i]));
 		f = popen("dmsetup table " TT_NAME, "r");

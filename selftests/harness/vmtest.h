@@ -74,19 +74,14 @@ static inline int vm_dm_target_present(const char *name)
 /* Write a marker line into the kernel log. */
 static inline void vm_kmsg_mark(const char *tag)
 {
-	int fd = open("/dev/kmsg", O_WRONLY);
-
-	if (fd >= 0) {
-		dprintf(fd, "vmtest: mark %s\n", tag);
-		close(fd);
-	}
+	vm_run("echo 'vmtest: mark %s' >/dev/kmsg", tag);
 }
 
 /* Does the kernel log after marker TAG contain NEEDLE? */
 static inline int vm_kmsg_has(const char *tag, const char *needle)
 {
 	return vm_run("dmesg | awk 'on; index($0, \"vmtest: mark %s\") { on = 1 }' | "
-		      "grep -qF -- '%s'", tag, needle) == 0;
+		      "grep -qF -- \"%s\"", tag, needle) == 0;
 }
 
 #endif /* LIBTRACK_VMTEST_H */

@@ -1,0 +1,1056 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The watcher: recursive inotify with ranges when the kernel has them.
+ *
+ * Records read from the inotify descriptor go into a FIFO of raw events. The
+ * head of the FIFO is turned into zero or more output events, in order; a
+ * rename's first half (IN_MOVED_FROM) stays at the head until its second
+ * half arrives (a RENAME) or the rename timeout passes (a DELETE: moved out
+ * of the tree), and everything behind it waits, so the caller never sees an
+ * event on a new name before the rename that made it.
+ *
+ * Watches are kept in an array sorted by watch descriptor; each knows its
+ * root and its path relative to the root. A directory rename rewrites the
+ * paths under it; a move out of the tree removes the watches under it.
+ * Directories are opened one component at a time with O_NOFOLLOW, and their
+ * watch is added through /proc/self/fd, so a directory swapped for a symlink
+ * is never followed and paths of any length work.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define WATCH_BUF_SIZE		(64 * 1024)
+#define WATCH_RENAME_MS		50
+#define WATCH_MASK_COMMON	(IN_CREATE | IN_MODIFY | IN_ATTRIB |	\
+				 IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | \
+				 IN_DELETE_SELF | IN_MOVE_SELF | IN_EXCL_UNLINK)
+
+struct wnode {
+	int wd;
+	int root;
+	unsigned int gen;	/* rescan generation that last saw it */
+	char *path;		/* relative to the root; "" is the root */
+};
+
+struct raw {
+	int wd;
+	uint32_t mask;
+	uint32_t cookie;
+	uint64_t offset;
+	uint64_t length;
+	uint64_t when;		/* ms, CLOCK_MONOTONIC, when it was read */
+	char *name;		/* NULL if none */
+};
+
+struct out {
+	enum track_event_kind kind;
+	unsigned int flags;
+	int root;
+	int err;		/* != 0: return this error instead */
+	uint64_t offset;
+	uint64_t length;
+	char *path;
+	char *old_path;
+};
+
+struct wroot {
+	char *path;		/* as given to track_watch_add() */
+	bool gone;
+};
+
+struct track_watch {
+	int fd;
+	unsigned int flags;
+	enum track_watch_mode mode;
+	int rename_ms;
+	unsigned int gen;
+
+	struct wnode *nodes;	/* sorted by wd */
+	size_t nr_nodes, cap_nodes;
+
+	struct wroot *roots;
+	size_t nr_roots;
+
+	struct raw *raw;	/* ring buffer */
+	size_t raw_head, raw_len, raw_cap;
+
+	struct out *out;	/* ring buffer */
+	size_t out_head, out_len, out_cap;
+
+	char *cur_path, *cur_old;	/* strings of the last returned event */
+	bool proc_fd;			/* /proc/self/fd works */
+	char errmsg[512];
+	unsigned char *buf;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+__attribute__((format(printf, 2, 3)))
+static void set_error(struct track_watch *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(w->errmsg, sizeof(w->errmsg), fmt, ap);
+	va_end(ap);
+}
+
+static char *join(const char *dir, const char *name)
+{
+	size_t dl = strlen(dir), nl = strlen(name);
+	char *p = malloc(dl + nl + 2);
+
+	if (!p)
+		return NULL;
+	if (dl == 0) {
+		memcpy(p, name, nl + 1);
+	} else {
+		memcpy(p, dir, dl);
+		p[dl] = '/';
+		memcpy(p + dl + 1, name, nl + 1);
+	}
+	return p;
+}
+
+/* Is PATH equal to PREFIX or below it? */
+static bool under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (n == 0)
+		return true;
+	return strncmp(path, prefix, n) == 0 &&
+	       (path[n] == '\0' || path[n] == '/');
+}
+
+/* --- watch descriptors ---------------------------------------------- */
+
+static size_t node_pos(const struct track_watch *w, int wd)
+{
+	size_t lo = 0, hi = w->nr_nodes;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w->nodes[mid].wd < wd)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct wnode *node_find(struct track_watch *w, int wd)
+{
+	size_t i = node_pos(w, wd);
+
+	if (i < w->nr_nodes && w->nodes[i].wd == wd)
+		return &w->nodes[i];
+	return NULL;
+}
+
+/* Insert or update the node for WD. Takes ownership of PATH. */
+static int node_set(struct track_watch *w, int wd, int root, char *path)
+{
+	size_t i = node_pos(w, wd);
+
+	if (i < w->nr_nodes && w->nodes[i].wd == wd) {
+		free(w->nodes[i].path);
+		w->nodes[i].path = path;
+		w->nodes[i].root = root;
+		w->nodes[i].gen = w->gen;
+		return 0;
+	}
+	if (w->nr_nodes == w->cap_nodes) {
+		size_t cap = w->cap_nodes ? w->cap_nodes * 2 : 64;
+		struct wnode *n = realloc(w->nodes, cap * sizeof(*n));
+
+		if (!n) {
+			free(path);
+			return -ENOMEM;
+		}
+		w->nodes = n;
+		w->cap_nodes = cap;
+	}
+	memmove(&w->nodes[i + 1], &w->nodes[i],
+		(w->nr_nodes - i) * sizeof(*w->nodes));
+	w->nodes[i] = (struct wnode){ .wd = wd, .root = root, .gen = w->gen,
+				      .path = path };
+	w->nr_nodes++;
+	return 0;
+}
+
+static void node_del_at(struct track_watch *w, size_t i)
+{
+	free(w->nodes[i].path);
+	memmove(&w->nodes[i], &w->nodes[i + 1],
+		(w->nr_nodes - i - 1) * sizeof(*w->nodes));
+	w->nr_nodes--;
+}
+
+/* Stop watching every directory of ROOT at or below PREFIX. */
+static void nodes_remove_under(struct track_watch *w, int root,
+			       const char *prefix)
+{
+	size_t i = 0;
+
+	while (i < w->nr_nodes) {
+		struct wnode *n = &w->nodes[i];
+
+		if (n->root == root && under(n->path, prefix)) {
+			inotify_rm_watch(w->fd, n->wd);
+			node_del_at(w, i);
+		} else {
+			i++;
+		}
+	}
+}
+
+/* A directory of ROOT moved from OLD to NEW: rewrite the paths below it. */
+static int nodes_rename(struct track_watch *w, int root, const char *old,
+			const char *new)
+{
+	size_t ol = strlen(old), nl = strlen(new);
+
+	for (size_t i = 0; i < w->nr_nodes; i++) {
+		struct wnode *n = &w->nodes[i];
+		size_t rest;
+		char *p;
+
+		if (n->root != root || !under(n->path, old))
+			continue;
+		rest = strlen(n->path) - ol;
+		p = malloc(nl + rest + 1);
+		if (!p)
+			return -ENOMEM;
+		memcpy(p, new, nl);
+		memcpy(p + nl, n->path + ol, rest + 1);
+		free(n->path);
+		n->path = p;
+	}
+	return 0;
+}
+
+/* --- queues --------------------------------------------------------- */
+
+static int grow_ring(void **ring, size_t *head, size_t len, size_t *cap,
+		     size_t size)
+{
+	size_t ncap = *cap ? *cap * 2 : 64;
+	unsigned char *n = malloc(ncap * size);
+
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++)
+		memcpy(n + i * size,
+		       (unsigned char *)*ring + ((*head + i) % *cap) * size,
+		       size);
+	free(*ring);
+	*ring = n;
+	*head = 0;
+	*cap = ncap;
+	return 0;
+}
+
+static struct raw *raw_at(struct track_watch *w, size_t i)
+{
+	return &w->raw[(w->raw_head + i) % w->raw_cap];
+}
+
+static void raw_drop(struct track_watch *w, size_t i)
+{
+	/* Remove element I, keeping the order of the rest. */
+	free(raw_at(w, i)->name);
+	for (; i + 1 < w->raw_len; i++)
+		*raw_at(w, i) = *raw_at(w, i + 1);
+	w->raw_len--;
+	if (w->raw_len == 0)
+		w->raw_head = 0;
+}
+
+static void raw_pop(struct track_watch *w)
+{
+	free(raw_at(w, 0)->name);
+	w->raw_head = (w->raw_head + 1) % w->raw_cap;
+	w->raw_len--;
+}
+
+static int raw_push(struct track_watch *w, const struct track_inotify_event *e,
+		    uint64_t when)
+{
+	struct raw *r;
+
+	if (w->raw_len == w->raw_cap) {
+		void *ring = w->raw;
+		int err = grow_ring(&ring, &w->raw_head, w->raw_len,
+				    &w->raw_cap, sizeof(*w->raw));
+
+		if (err)
+			return err;
+		w->raw = ring;
+	}
+	r = raw_at(w, w->raw_len);
+	*r = (struct raw){ .wd = e->wd, .mask = e->mask, .cookie = e->cookie,
+			   .offset = e->offset, .length = e->length,
+			   .when = when };
+	if (e->name_len) {
+		r->name = strndup(e->name, e->name_len);
+		if (!r->name)
+			return -ENOMEM;
+	}
+	w->raw_len++;
+	return 0;
+}
+
+/* Queue an output event. Takes ownership of PATH and OLD (may be NULL). */
+static int out_push(struct track_watch *w, enum track_event_kind kind,
+		    unsigned int flags, int root, char *path, char *old)
+{
+	struct out *o;
+
+	if (w->out_len == w->out_cap) {
+		void *ring = w->out;
+		int err = grow_ring(&ring, &w->out_head, w->out_len,
+				    &w->out_cap, sizeof(*w->out));
+
+		if (err) {
+			free(path);
+			free(old);
+			return err;
+		}
+		w->out = ring;
+	}
+	o = &w->out[(w->out_head + w->out_len) % w->out_cap];
+	*o = (struct out){ .kind = kind, .flags = flags, .root = root,
+			   .path = path, .old_path = old, .offset = 0,
+			   .length = TRACK_WHOLE_FILE };
+	w->out_len++;
+	return 0;
+}
+
+static struct out *out_last(struct track_watch *w)
+{
+	return &w->out[(w->out_head + w->out_len - 1) % w->out_cap];
+}
+
+/* Queue an error for the caller; the message is already in errmsg. */
+static void out_error(struct track_watch *w, int err)
+{
+	if (out_push(w, TRACK_EVENT_RESCAN, 0, -1, NULL, NULL) == 0)
+		out_last(w)->err = err;
+}
+
+/* --- adding watches ------------------------------------------------- */
+
+static int read_int_file(const char *path, long *val)
+{
+	char buf[32];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	*val = strtol(buf, NULL, 10);
+	return 0;
+}
+
+static void explain_add_error(struct track_watch *w, int err, int root,
+			      const char *rel)
+{
+	const char *r = w->roots[root].path;
+	const char *sep = rel[0] ? "/" : "";
+	long max = 0;
+
+	if (err == -ENOSPC) {
+		read_int_file("/proc/sys/fs/inotify/max_user_watches", &max);
+		set_error(w, "cannot watch '%s%s%s': the inotify watch limit is "
+			  "reached (fs.inotify.max_user_watches = %ld, this "
+			  "watcher holds %zu); raise it, e.g. 'sysctl "
+			  "fs.inotify.max_user_watches=%ld'", r, sep, rel, max,
+			  w->nr_nodes, max > 0 ? max * 2 : 524288);
+	} else {
+		set_error(w, "cannot watch '%s%s%s': %s", r, sep, rel,
+			  strerror(-err));
+	}
+}
+
+/* Add (or refresh) the watch on the directory open at DFD. */
+static int add_dir_watch(struct track_watch *w, int dfd, int root,
+			 const char *rel)
+{
+	uint32_t mask = WATCH_MASK_COMMON | IN_ONLYDIR;
+	char proc[64];
+	char *copy;
+	int wd;
+
+	if (w->flags & TRACK_WATCH_CLOSE_WRITE)
+		mask |= IN_CLOSE_WRITE;
+	if (w->proc_fd) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dfd);
+		wd = inotify_add_watch(w->fd, proc, mask);
+	} else {
+		char *full = join(w->roots[root].path, rel);
+
+		if (!full)
+			return -ENOMEM;
+		wd = inotify_add_watch(w->fd, full, mask | IN_DONT_FOLLOW);
+		free(full);
+	}
+	if (wd < 0)
+		return -errno;
+	copy = strdup(rel);
+	if (!copy)
+		return -ENOMEM;
+	return node_set(w, wd, root, copy);
+}
+
+/*
+ * Watch the directory open at DFD (path REL of ROOT) and everything below
+ * it. With EMIT, report every entry found as created. Closes DFD.
+ * Directories that vanish while we look are skipped: their deletion is
+ * reported by the kernel.
+ */
+static int add_tree(struct track_watch *w, int dfd, int root, const char *rel,
+		    bool emit)
+{
+	struct dirent *de;
+	DIR *d;
+	int err;
+
+	err = add_dir_watch(w, dfd, root, rel);
+	if (err) {
+		close(dfd);
+		return err;
+	}
+	d = fdopendir(dfd);
+	if (!d) {
+		err = -errno;
+		close(dfd);
+		return err;
+	}
+	while ((de = readdir(d))) {
+		bool isdir;
+		char *path;
+		int cfd = -1;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		isdir = de->d_type == DT_DIR;
+		if (de->d_type == DT_UNKNOWN) {
+			struct stat st;
+
+			if (fstatat(dirfd(d), de->d_name, &st,
+				    AT_SYMLINK_NOFOLLOW))
+				continue;
+			isdir = S_ISDIR(st.st_mode);
+		}
+		path = join(rel, de->d_name);
+		if (!path) {
+			err = -ENOMEM;
+			break;
+		}
+		if (emit) {
+			char *copy = strdup(path);
+
+			if (!copy) {
+				free(path);
+				err = -ENOMEM;
+				break;
+			}
+			err = out_push(w, TRACK_EVENT_CREATE,
+				       TRACK_EVENT_SCANNED |
+				       (isdir ? TRACK_EVENT_DIR : 0), root,
+				       copy, NULL);
+			if (err) {
+				free(path);
+				break;
+			}
+		}
+		if (isdir)
+			cfd = openat(dirfd(d), de->d_name, O_RDONLY |
+				     O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd >= 0) {
+			err = add_tree(w, cfd, root, path, emit);
+			if (err == -ENOENT || err == -ENOTDIR)
+				err = 0;
+		}
+		free(path);
+		if (err)
+			break;
+	}
+	closedir(d);
+	return err;
+}
+
+/* Open directory REL of ROOT without following any symlink inside. */
+static int open_rel_dir(struct track_watch *w, int root, const char *rel)
+{
+	char *copy, *comp, *save = NULL;
+	int fd, nfd;
+
+	fd = open(w->roots[root].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!rel[0])
+		return fd;
+	copy = strdup(rel);
+	if (!copy) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (comp = strtok_r(copy, "/", &save); comp;
+	     comp = strtok_r(NULL, "/", &save)) {
+		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			     O_CLOEXEC);
+		close(fd);
+		if (nfd < 0) {
+			fd = -errno;
+			break;
+		}
+		fd = nfd;
+	}
+	free(copy);
+	return fd;
+}
+
+/* A directory appeared at REL: watch it and report what is inside. */
+static void add_new_dir(struct track_watch *w, int root, const char *rel)
+{
+	int fd = open_rel_dir(w, root, rel);
+	int err;
+
+	if (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP)
+		return;		/* gone or replaced: the kernel tells */
+	if (fd < 0) {
+		explain_add_error(w, fd, root, rel);
+		out_error(w, fd);
+		return;
+	}
+	err = add_tree(w, fd, root, rel, true);
+	if (err && err != -ENOENT && err != -ENOTDIR) {
+		explain_add_error(w, err, root, rel);
+		out_error(w, err);
+	}
+}
+
+/* --- public: setup -------------------------------------------------- */
+
+TRACK_EXPORT int track_watch_new(unsigned int flags, struct track_watch **wp)
+{
+	struct track_watch *w;
+	int err;
+
+	if (flags & ~(TRACK_WATCH_NO_RANGES | TRACK_WATCH_CLOSE_WRITE))
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->flags = flags;
+	w->rename_ms = WATCH_RENAME_MS;
+	w->buf = aligned_alloc(__alignof__(struct inotify_event),
+			       WATCH_BUF_SIZE);
+	if (!w->buf) {
+		free(w);
+		return -ENOMEM;
+	}
+	w->fd = -1;
+	if (!(flags & TRACK_WATCH_NO_RANGES)) {
+		w->fd = inotify_init1(IN_REPORT_RANGE | IN_NONBLOCK |
+				      IN_CLOEXEC);
+		if (w->fd >= 0)
+			w->mode = TRACK_WATCH_RANGES;
+	}
+	if (w->fd < 0) {
+		w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		w->mode = TRACK_WATCH_PLAIN;
+	}
+	if (w->fd < 0) {
+		err = -errno;
+		free(w->buf);
+		free(w);
+		return err;
+	}
+	w->proc_fd = access("/proc/self/fd", X_OK) == 0;
+	*wp = w;
+	return 0;
+}
+
+TRACK_EXPORT void track_watch_close(struct track_watch *w)
+{
+	if (!w)
+		return;
+	close(w->fd);
+	for (size_t i = 0; i < w->nr_nodes; i++)
+		free(w->nodes[i].path);
+	free(w->nodes);
+	for (size_t i = 0; i < w->nr_roots; i++)
+		free(w->roots[i].path);
+	free(w->roots);
+	while (w->raw_len)
+		raw_pop(w);
+	free(w->raw);
+	for (size_t i = 0; i < w->out_len; i++) {
+		struct out *o = &w->out[(w->out_head + i) % w->out_cap];
+
+		free(o->path);
+		free(o->old_path);
+	}
+	free(w->out);
+	free(w->cur_path);
+	free(w->cur_old);
+	free(w->buf);
+	free(w);
+}
+
+TRACK_EXPORT enum track_watch_mode track_watch_mode(const struct track_watch *w)
+{
+	return w->mode;
+}
+
+TRACK_EXPORT int track_watch_fd(const struct track_watch *w)
+{
+	return w->fd;
+}
+
+TRACK_EXPORT unsigned int track_watch_count(const struct track_watch *w)
+{
+	return (unsigned int)w->nr_nodes;
+}
+
+TRACK_EXPORT const char *track_watch_root(const struct track_watch *w,
+					  int root)
+{
+	if (root < 0 || (size_t)root >= w->nr_roots)
+		return NULL;
+	return w->roots[root].path;
+}
+
+TRACK_EXPORT const char *track_watch_error(const struct track_watch *w)
+{
+	return w->errmsg[0] ? w->errmsg : "no error";
+}
+
+TRACK_EXPORT int track_watch_set_rename_timeout(struct track_watch *w, int ms)
+{
+	if (ms < 0)
+		return -EINVAL;
+	w->rename_ms = ms;
+	return 0;
+}
+
+TRACK_EXPORT int track_watch_add(struct track_watch *w, const char *path)
+{
+	struct wroot *roots;
+	struct stat st;
+	int root, fd, err;
+
+	if (!path || !path[0]) {
+		set_error(w, "an empty path cannot be watched");
+		return -EINVAL;
+	}
+	roots = realloc(w->roots, (w->nr_roots + 1) * sizeof(*roots));
+	if (!roots)
+		return -ENOMEM;
+	w->roots = roots;
+	root = (int)w->nr_roots;
+	roots[root] = (struct wroot){ .path = strdup(path) };
+	if (!roots[root].path)
+		return -ENOMEM;
+	w->nr_roots++;
+
+	if (stat(path, &st)) {
+		err = -errno;
+		set_error(w, "cannot watch '%s': %s", path, strerror(-err));
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+		} else {
+			w->gen++;
+			err = add_tree(w, fd, root, "", false);
+		}
+	} else {
+		uint32_t mask = WATCH_MASK_COMMON;
+		char *copy;
+		int wd;
+
+		if (w->flags & TRACK_WATCH_CLOSE_WRITE)
+			mask |= IN_CLOSE_WRITE;
+		wd = inotify_add_watch(w->fd, path, mask);
+		err = wd < 0 ? -errno : 0;
+		copy = strdup("");
+		if (!err && !copy)
+			err = -ENOMEM;
+		if (!err)
+			err = node_set(w, wd, root, copy);
+		else
+			free(copy);
+	}
+	if (err) {
+		explain_add_error(w, err, root, "");
+		goto fail;
+	}
+	return root;
+
+fail:
+	nodes_remove_under(w, root, "");
+	w->roots[root].gone = true;
+	return err;
+}
+
+/* --- turning raw events into output events -------------------------- */
+
+/* Full path of the raw event R (relative to its root), or NULL. */
+static char *raw_path(const struct wnode *n, const struct raw *r)
+{
+	return r->name ? join(n->path, r->name) : strdup(n->path);
+}
+
+/* Events were lost: re-add every watch, then tell the caller. */
+static void overflow(struct track_watch *w)
+{
+	w->gen++;
+	for (size_t r = 0; r < w->nr_roots; r++) {
+		struct stat st;
+		int fd, err;
+
+		if (w->roots[r].gone)
+			continue;
+		fd = open(w->roots[r].path, O_RDONLY | O_DIRECTORY |
+			  O_CLOEXEC);
+		if (fd < 0) {
+			if (stat(w->roots[r].path, &st) == 0 &&
+			    !S_ISDIR(st.st_mode)) {
+				/* A file root keeps its single watch. */
+				for (size_t i = 0; i < w->nr_nodes; i++)
+					if (w->nodes[i].root == (int)r)
+						w->nodes[i].gen = w->gen;
+			}
+			continue;
+		}
+		err = add_tree(w, fd, (int)r, "", false);
+		if (err) {
+			explain_add_error(w, err, (int)r, "");
+			out_error(w, err);
+		}
+	}
+	/* Watches not seen again belong to directories gone from the tree. */
+	for (size_t i = 0; i < w->nr_nodes;) {
+		if (w->nodes[i].gen != w->gen) {
+			inotify_rm_watch(w->fd, w->nodes[i].wd);
+			node_del_at(w, i);
+		} else {
+			i++;
+		}
+	}
+	for (size_t r = 0; r < w->nr_roots; r++) {
+		char *p = strdup("");
+
+		if (!w->roots[r].gone && p)
+			out_push(w, TRACK_EVENT_RESCAN, 0, (int)r, p, NULL);
+		else
+			free(p);
+	}
+}
+
+static void root_gone(struct track_watch *w, int root)
+{
+	char *p = strdup("");
+
+	if (w->roots[root].gone) {
+		free(p);
+		return;
+	}
+	w->roots[root].gone = true;
+	nodes_remove_under(w, root, "");
+	if (p)
+		out_push(w, TRACK_EVENT_GONE, TRACK_EVENT_DIR, root, p, NULL);
+}
+
+/* Something moved out of the tree: a delete, and no more watches there. */
+static void moved_out(struct track_watch *w, int root, char *path, bool isdir)
+{
+	if (isdir)
+		nodes_remove_under(w, root, path);
+	out_push(w, TRACK_EVENT_DELETE, isdir ? TRACK_EVENT_DIR : 0, root,
+		 path, NULL);
+}
+
+/* Something moved into the tree: a create, and watches if a directory. */
+static void moved_in(struct track_watch *w, int root, char *path, bool isdir)
+{
+	char *copy = isdir ? strdup(path) : NULL;
+
+	out_push(w, TRACK_EVENT_CREATE, isdir ? TRACK_EVENT_DIR : 0, root,
+		 path, NULL);
+	if (copy) {
+		add_new_dir(w, root, copy);
+		free(copy);
+	}
+}
+
+/* A matched IN_MOVED_FROM / IN_MOVED_TO pair. */
+static void renamed(struct track_watch *w, const struct raw *from,
+		    const struct raw *to)
+{
+	struct wnode *nf = node_find(w, from->wd), *nt;
+	bool isdir = from->mask & IN_ISDIR;
+	char *old = NULL, *new = NULL;
+	int rf = -1, rt = -1;
+
+	if (nf) {
+		rf = nf->root;
+		old = raw_path(nf, from);
+	}
+	nt = node_find(w, to->wd);
+	if (nt) {
+		rt = nt->root;
+		new = raw_path(nt, to);
+	}
+	if (old && new && rf == rt) {
+		if (isdir)
+			nodes_rename(w, rf, old, new);
+		out_push(w, TRACK_EVENT_RENAME, isdir ? TRACK_EVENT_DIR : 0,
+			 rf, new, old);
+		return;
+	}
+	/* Between two roots, or one side unknown: a delete and a create. */
+	if (old)
+		moved_out(w, rf, old, isdir);
+	if (new)
+		moved_in(w, rt, new, isdir);
+}
+
+/* Turn one raw event (not a rename half) into output events. */
+static void cook(struct track_watch *w, const struct raw *r)
+{
+	struct wnode *n;
+	bool isdir = r->mask & IN_ISDIR;
+	unsigned int fl = isdir ? TRACK_EVENT_DIR : 0;
+	char *path;
+	int root;
+
+	if (r->mask & IN_Q_OVERFLOW) {
+		overflow(w);
+		return;
+	}
+	n = node_find(w, r->wd);
+	if (!n)
+		return;		/* a watch we already removed */
+	root = n->root;
+	if (r->mask & IN_IGNORED) {
+		bool was_root = !n->path[0];
+
+		node_del_at(w, (size_t)(n - w->nodes));
+		if (was_root)
+			root_gone(w, root);
+		return;
+	}
+	if (!r->name) {
+		/*
+		 * An event on the watched object itself. For a directory
+		 * below the root its parent reports the same thing with a
+		 * name; only the root's own events matter.
+		 */
+		if (n->path[0])
+			return;
+		if (r->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)) {
+			root_gone(w, root);
+			return;
+		}
+	}
+	path = raw_path(n, r);
+	if (!path)
+		return;
+	if (r->mask & IN_CREATE) {
+		char *copy = isdir ? strdup(path) : NULL;
+
+		out_push(w, TRACK_EVENT_CREATE, fl, root, path, NULL);
+		if (copy) {
+			add_new_dir(w, root, copy);
+			free(copy);
+		}
+	} else if (r->mask & IN_MODIFY) {
+		if (out_push(w, TRACK_EVENT_MODIFY, fl, root, path, NULL))
+			return;
+		if (r->mask & IN_RANGE) {
+			struct out *o = out_last(w);
+
+			o->flags |= TRACK_EVENT_RANGE;
+			o->offset = r->offset;
+			o->length = r->length;
+		}
+	} else if (r->mask & IN_ATTRIB) {
+		out_push(w, TRACK_EVENT_ATTRIB, fl, root, path, NULL);
+	} else if (r->mask & IN_CLOSE_WRITE) {
+		out_push(w, TRACK_EVENT_CLOSE_WRITE, fl, root, path, NULL);
+	} else if (r->mask & IN_DELETE) {
+		out_push(w, TRACK_EVENT_DELETE, fl, root, path, NULL);
+	} else if (r->mask & IN_MOVED_TO) {
+		moved_in(w, root, path, isdir);
+	} else if (r->mask & IN_MOVED_FROM) {
+		moved_out(w, root, path, isdir);
+	} else {
+		free(path);
+	}
+}
+
+/*
+ * Cook raw events from the head of the FIFO until it is empty or blocked
+ * by a rename half that may still get its partner.
+ */
+static void cook_all(struct track_watch *w, uint64_t now)
+{
+	while (w->raw_len) {
+		struct raw *r = raw_at(w, 0);
+		size_t i;
+
+		if (!(r->mask & IN_MOVED_FROM)) {
+			cook(w, r);
+			raw_pop(w);
+			continue;
+		}
+		for (i = 1; i < w->raw_len; i++) {
+			struct raw *t = raw_at(w, i);
+
+			if ((t->mask & IN_MOVED_TO) && t->cookie == r->cookie)
+				break;
+		}
+		if (i < w->raw_len) {
+			renamed(w, r, raw_at(w, i));
+			raw_drop(w, i);
+			raw_pop(w);
+			continue;
+		}
+		if (now - r->when < (uint64_t)w->rename_ms)
+			return;		/* wait for the other half */
+		cook(w, r);		/* moved out of the tree */
+		raw_pop(w);
+	}
+}
+
+/* Read what the kernel has; returns the number of records, 0, or -errno. */
+static int read_fd(struct track_watch *w)
+{
+	uint64_t when = now_ms();
+	ssize_t n = read(w->fd, w->buf, WATCH_BUF_SIZE);
+	size_t off = 0;
+	int count = 0;
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	while (off < (size_t)n) {
+		struct track_inotify_event e;
+		int len = track_watch_parse(w->buf + off, (size_t)n - off, &e);
+		int err;
+
+		if (len <= 0) {
+			/* Never seen from a sane kernel: rescan to be safe. */
+			set_error(w, "malformed inotify record (%s); rescanning",
+				  strerror(len ? -len : EBADMSG));
+			e = (struct track_inotify_event){ .wd = -1,
+				.mask = IN_Q_OVERFLOW, .name = "" };
+			len = (int)((size_t)n - off);
+		}
+		err = raw_push(w, &e, when);
+		if (err)
+			return err;
+		off += (size_t)len;
+		count++;
+	}
+	return count;
+}
+
+TRACK_EXPORT int track_watch_timeout(const struct track_watch *w)
+{
+	uint64_t now, due;
+
+	if (w->out_len)
+		return 0;
+	if (!w->raw_len)
+		return -1;
+	/* Only a held rename half can leave raw events uncooked. */
+	now = now_ms();
+	due = w->raw[w->raw_head].when + (uint64_t)w->rename_ms;
+	return due <= now ? 0 : (int)(due - now);
+}
+
+static int pop_out(struct track_watch *w, struct track_event *ev)
+{
+	struct out *o = &w->out[w->out_head];
+	int err = o->err;
+
+	w->out_head = (w->out_head + 1) % w->out_cap;
+	w->out_len--;
+	free(w->cur_path);
+	free(w->cur_old);
+	w->cur_path = o->path;
+	w->cur_old = o->old_path;
+	if (err)
+		return err;
+	*ev = (struct track_event){ .kind = o->kind, .flags = o->flags,
+				    .root = o->root, .offset = o->offset,
+				    .length = o->length, .path = o->path,
+				    .old_path = o->old_path };
+	return 1;
+}
+
+TRACK_EXPORT int track_watch_next(struct track_watch *w,
+				  struct track_event *ev, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
+			    now_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
+		uint64_t now;
+		int n, wait;
+
+		if (w->out_len)
+			return pop_out(w, ev);
+		n = read_fd(w);
+		if (n < 0)
+			return n;
+		cook_all(w, now_ms());
+		if (w->out_len)
+			return pop_out(w, ev);
+		if (n > 0)
+			continue;
+
+		now = now_ms();
+		if (now >= deadline)
+			return 0;
+		wait = track_watch_timeout(w);
+		if (deadline != UINT64_MAX &&
+		    (wait < 0 || (uint64_t)wait > deadline - now))
+			wait = (int)(deadline - now);
+		if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
+			return -errno;
+	}
+}

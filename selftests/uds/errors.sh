@@ -1,0 +1,56 @@
+#!/bin/sh
+# SYNCFOLDER vanishes (deleted, or the disk unmounted) and comes back as a
+# new, empty directory; SYNCFOLDER's file system fills up. Each time: a
+# clear error, the pending changes stay pending, uds-plus keeps running,
+# and when the trouble is gone everything arrives, nothing deleted.
+UDS_T=${UDS_T:-0.3}
+UDS_F=${UDS_F:-1.5}
+. "$(dirname "$0")/lib.sh"
+uds_require
+
+echo "one" >"$S/one.txt"
+mkdir "$S/sub"
+echo "two" >"$S/sub/two.txt"
+uds_start || { not_ok "uds-plus starts"; done_testing; }
+check_mode
+uds_wait_synced || not_ok "the first sync"
+
+mv "$D" "$W/away"
+echo "written while it is gone" >"$S/three.txt"
+sleep 1.5
+uds_refresh
+check "uds-plus keeps running" kill -0 "$UDS_PID"
+check "the status says it is waiting" [ "$(uds_status state)" = waiting ]
+uds_status last_error | grep -q "SYNCFOLDER .* vanished" &&
+	ok "the error names SYNCFOLDER" || not_ok "the error names SYNCFOLDER"
+check "the change stays pending" [ "$(uds_status pending_files)" -ge 1 ]
+check "nothing was written into the moved folder" [ ! -e "$W/away/three.txt" ]
+mkdir "$D"
+if uds_wait_synced; then ok "a new SYNCFOLDER gets everything"; else
+	not_ok "a new SYNCFOLDER gets everything"; fi
+check "nothing was deleted from SAVINGBOX" \
+	[ -f "$S/one.txt" ] && [ -f "$S/sub/two.txt" ] && [ -f "$S/three.txt" ]
+uds_stop
+
+# A full file system under SYNCFOLDER (a small tmpfs; needs root).
+if [ "$(id -u)" != 0 ] || ! mount -t tmpfs -o size=1m uds-test "$D" 2>/dev/null
+then
+	diag "skipping the full-disk part: cannot mount a tmpfs here"
+	done_testing
+fi
+trap 'umount "$D" 2>/dev/null; _uds_cleanup' EXIT
+uds_start || not_ok "uds-plus starts on the small file system"
+head -c 3000000 /dev/urandom >"$S/too-big.bin"
+sleep 2
+uds_refresh
+uds_status last_error | grep -q "full" &&
+	ok "the error says the file system is full" ||
+	not_ok "the error says the file system is full"
+check "the big file stays pending" [ "$(uds_status pending_files)" -ge 1 ]
+check "no partial file is visible in SYNCFOLDER" [ ! -e "$D/too-big.bin" ]
+mount -o remount,size=16m "$D"
+if uds_wait_synced 90; then ok "with space again, everything arrives"; else
+	not_ok "with space again, everything arrives"; fi
+check "uds-plus exits cleanly on SIGTERM" uds_stop
+umount "$D"
+done_testing

@@ -1,0 +1,68 @@
+#!/bin/sh
+# inotify-range: one line per event, with the range of each write when the
+# kernel reports it ('whole' when not), renames joined, new directories
+# followed; --mode, --count, --timeout and the exit statuses.
+. "$(dirname "$0")/lib.sh"
+command -v inotify-range >/dev/null || skip_all "inotify-range is not built"
+mode=$(inotify-range --mode)
+if [ $UDS_WANT_RANGES = 1 ] && [ "$mode" != ranges ]; then
+	skip_all "this kernel has no IN_REPORT_RANGE (inotify write ranges)"
+fi
+diag "mode: $mode"
+case $mode in
+ranges | plain) ok "--mode says ranges or plain" ;;
+*) not_ok "--mode says ranges or plain (it said '$mode')" ;;
+esac
+
+dir=$S
+inotify-range -q -t 2 "$dir" >"$W/out" 2>"$W/err" &
+pid=$!
+sleep 0.3
+printf hello >"$dir/f"
+sleep 0.2
+printf world >>"$dir/f"
+mkdir "$dir/d"
+sleep 0.2
+mv "$dir/f" "$dir/d/g"
+printf x >"$dir/d/new"
+rm "$dir/d/g"
+wait $pid
+check "exits 0 at the timeout" [ $? = 0 ]
+sed 's/^/#   /' "$W/out"
+has() {
+	grep -qxF "$1" "$W/out"
+}
+check "create" has "CREATE - $dir/f"
+if [ "$mode" = ranges ]; then
+	# Read apart they are two events; queued together the kernel merges
+	# touching ranges into one.
+	if has "MODIFY 0+10 $dir/f"; then
+		ok "the two writes, merged: 0+10"
+	else
+		check "the first write: 0+5" has "MODIFY 0+5 $dir/f"
+		check "the append: 5+5" has "MODIFY 5+5 $dir/f"
+	fi
+	check "a write in a new directory" has "MODIFY 0+1 $dir/d/new"
+else
+	check "writes are whole-file" has "MODIFY whole $dir/f"
+	check "a write in a new directory" has "MODIFY whole $dir/d/new"
+fi
+check "a directory" has "CREATE,ISDIR - $dir/d"
+check "a rename, both paths" has "RENAME - $dir/f -> $dir/d/g"
+check "a delete" has "DELETE - $dir/d/g"
+
+inotify-range -q -c 2 -t 10 "$dir" >"$W/out2" &
+pid=$!
+sleep 0.3
+mkdir "$dir/c1" "$dir/c2" "$dir/c3"
+wait $pid
+check "--count stops after N events" [ "$(wc -l <"$W/out2")" = 2 ]
+
+inotify-range "$W/does-not-exist" 2>"$W/err"
+check "a missing path exits 1" [ $? = 1 ]
+check "and says which" grep -q "does-not-exist" "$W/err"
+inotify-range --bogus >/dev/null 2>&1
+check "a bad option exits 2" [ $? = 2 ]
+inotify-range >/dev/null 2>&1
+check "no path exits 2" [ $? = 2 ]
+done_testing

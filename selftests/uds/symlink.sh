@@ -1,0 +1,57 @@
+#!/bin/sh
+# Symlinks are mirrored as links and never followed: a link pointing out
+# of SAVINGBOX does not bring the outside in, and no write ever lands
+# outside the two folders, even when a directory with pending changes is
+# swapped for a link to the outside, on either side.
+UDS_T=${UDS_T:-0.3}
+UDS_F=${UDS_F:-1.5}
+. "$(dirname "$0")/lib.sh"
+uds_require
+
+out=$W/outside
+mkdir -p "$out/private" "$W/outside2"
+echo "secret" >"$out/private/key"
+echo "canary" >"$W/outside2/canary"
+snapshot() {
+	(cd "$W" && find outside outside2 -exec stat -c '%n %s %Y %a' {} + |
+		sort && cat outside/private/key outside2/canary)
+}
+before=$(snapshot)
+ln -s "$out" "$S/abs-link"
+ln -s ../outside "$S/rel-link"
+ln -s /nonexistent/target "$S/dangling"
+mkdir -p "$S/work"
+echo "w" >"$S/work/file"
+uds_start || { not_ok "uds-plus starts"; done_testing; }
+check_mode
+if uds_wait_synced; then ok "SYNCFOLDER equals SAVINGBOX"; else
+	not_ok "SYNCFOLDER equals SAVINGBOX"; fi
+check "a link is mirrored as a link" [ -L "$D/abs-link" ]
+check "with the same target" \
+	[ "$(readlink "$D/abs-link")" = "$(readlink "$S/abs-link")" ]
+check "the outside is not copied in" [ -z "$(find "$D" -name key)" ]
+
+# Changes pending in work/, then work/ becomes a link to the outside.
+echo "pending" >>"$S/work/file"
+echo "new" >"$S/work/new"
+rm -r "$S/work"
+ln -s "$W/outside2" "$S/work"
+# The same on the remote side for another directory.
+mkdir -p "$S/shared"
+echo s >"$S/shared/doc"
+uds_wait_synced || not_ok "shared/ is synced"
+rm -r "$D/shared"
+ln -s "$W/outside2" "$D/shared"
+echo "local edit" >>"$S/shared/doc"
+sleep 3
+if uds_wait_synced; then ok "after the swaps: the trees are equal"; else
+	not_ok "after the swaps: the trees are equal"; fi
+check "the remote link was kept as a conflict copy" \
+	[ -L "$S/$(ls "$S" | grep "^shared (testbox's conflicted copy")" ]
+check "the local edit below it reached SYNCFOLDER" \
+	grep -q "local edit" "$D/shared/doc"
+check "nothing outside the two folders changed" [ "$(snapshot)" = "$before" ]
+check "work/ is now a link in SYNCFOLDER too" [ -L "$D/work" ]
+check "uds-plus is still running" kill -0 "$UDS_PID"
+check "uds-plus exits cleanly on SIGTERM" uds_stop
+done_testing

@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The uds-plus event loop: events from both folders, the batching policy,
+ * signals, the status file.
+ *
+ * SAVINGBOX events mark paths pending (with the changed ranges when the
+ * kernel reports them) and feed the policy an estimate of the compressed
+ * size of the new bytes; the policy says when to push. SYNCFOLDER events
+ * only mark paths to look at once the folder has been quiet for
+ * --pull-delay: whether a path really changed is decided by comparing it
+ * with its baseline, which is how uds-plus's own writes are not echoed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "uds.h"
+
+/* The file most recently read for an estimate, kept open. */
+static struct {
+	char *path;
+	int fd;
+} est_cache = { NULL, -1 };
+
+static void est_forget(const char *path)
+{
+	if (est_cache.path && (!path || !strcmp(path, est_cache.path))) {
+		free(est_cache.path);
+		est_cache.path = NULL;
+		close(est_cache.fd);
+		est_cache.fd = -1;
+	}
+}
+
+static int est_open(struct uds *u, const char *path)
+{
+	const char *name;
+	int pfd, fd;
+
+	if (est_cache.path && !strcmp(est_cache.path, path))
+		return est_cache.fd;
+	est_forget(NULL);
+	pfd = fsx_open_parent(u->sfd, path, &name, false, -1);
+	if (pfd < 0)
+		return pfd;
+	fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	close(pfd);
+	if (fd < 0)
+		return -errno;
+	est_cache.path = strdup(path);
+	if (!est_cache.path) {
+		close(fd);
+		return -ENOMEM;
+	}
+	est_cache.fd = fd;
+	return fd;
+}
+
+/*
+ * Count an update of [off, off + len) of PATH: read the new bytes and let
+ * the policy estimate their compressed size. Only as much is read as can
+ * still matter: once the counter is full the push is due anyway.
+ */
+static void estimate_range(struct uds *u, const char *path, uint64_t off,
+			   uint64_t len)
+{
+	struct track_batch_state st;
+	size_t want;
+	ssize_t n;
+	int64_t est;
+	int fd;
+
+	track_batch_pending(u->batch, &st);
+	if (len == 0 || st.bytes >= u->cfg->counter_bytes) {
+		track_batch_update(u->batch, len);
+		return;
+	}
+	fd = est_open(u, path);
+	if (fd < 0) {
+		track_batch_update(u->batch, len);
+		return;
+	}
+	want = len < u->bufsize ? (size_t)len : u->bufsize;
+	n = pread(fd, u->buf, want, (off_t)off);
+	if (n <= 0) {
+		track_batch_update(u->batch, 0);	/* gone or truncated */
+		return;
+	}
+	u->st.bytes_read += (uint64_t)n;
+	est = track_batch_add_data(u->batch, u->buf, (size_t)n);
+	if (est >= 0 && (uint64_t)n < len)	/* the rest, by the same ratio */
+		track_batch_update(u->batch, (uint64_t)((double)est / n *
+							(double)(len - n)));
+}
+
+/* Is this event about a write of our own (a pull into SAVINGBOX)? */
+static bool own_echo(struct uds *u, const char *path)
+{
+	struct entry *b = hmap_get(&u->base, path);
+	struct snap now;
+
+	if (!b || !b->echo_until || now_ms() > b->echo_until)
+		return false;
+	if (fsx_snap(u->sfd, path, &now) || !snap_eq(&now, &b->s)) {
+		b->echo_until = 0;
+		return false;
+	}
+	return true;
+}
+
+static void local_event(struct uds *u, const struct track_event *ev)
+{
+	const char *p = ev->path;
+	bool isdir = ev->flags & TRACK_EVENT_DIR;
+	struct ldirty *d;
+
+	switch (ev->kind) {
+	case TRACK_EVENT_RESCAN:
+		notice_("SAVINGBOX: the kernel's event queue overflowed; "
+			"rescanning (raise fs.inotify.max_queued_events if "
+			"this happens often)");
+		u->need_rescan_s = true;
+		track_batch_update(u->batch, 0);
+		return;
+	case TRACK_EVENT_GONE:
+		uds_check_roots(u);
+		return;
+	case TRACK_EVENT_RENAME:
+		est_forget(ev->old_path);
+		est_forget(p);
+		if (uds_ignored(u, ev->old_path) && !uds_ignored(u, p)) {
+			/* A temporary renamed into place: a create. */
+			if (own_echo(u, p))
+				return;
+			uds_mark_local(u, p, LD_CHECK | LD_WHOLE);
+		} else if (uds_ignored(u, p)) {
+			uds_mark_local(u, ev->old_path, LD_CHECK);
+		} else {
+			if (own_echo(u, p))
+				return;
+			uds_local_rename(u, ev->old_path, p, isdir);
+		}
+		u->st.updates++;
+		track_batch_update(u->batch, 0);
+		return;
+	default:
+		break;
+	}
+	if (uds_ignored(u, p) || !p[0])
+		return;
+	if (ev->kind != TRACK_EVENT_MODIFY && own_echo(u, p))
+		return;
+	switch (ev->kind) {
+	case TRACK_EVENT_CREATE:
+		est_forget(p);
+		d = uds_mark_local(u, p, LD_CHECK | (isdir ? 0 : LD_WHOLE));
+		if (d && !isdir) {
+			struct snap s;
+
+			if (!fsx_snap(u->sfd, p, &s) && s.type == 'f') {
+				d->seen_size = s.size;
+				track_batch_update(u->batch, s.size);
+			} else {
+				track_batch_update(u->batch, 0);
+			}
+		} else {
+			track_batch_update(u->batch, 0);
+		}
+		break;
+	case TRACK_EVENT_MODIFY:
+		if (own_echo(u, p))
+			return;
+		if (ev->flags & TRACK_EVENT_RANGE) {
+			d = uds_mark_local(u, p, LD_RANGES);
+			if (d && extents_add(&d->ext, ev->offset, ev->length))
+				d->flags |= LD_WHOLE;
+			estimate_range(u, p, ev->offset, ev->length);
+		} else {
+			struct snap s;
+
+			d = uds_mark_local(u, p, LD_WHOLE);
+			if (d && !fsx_snap(u->sfd, p, &s) && s.type == 'f') {
+				if (s.size > d->seen_size) {
+					/* Plain inotify: appends we can see. */
+					estimate_range(u, p, d->seen_size,
+						       s.size - d->seen_size);
+				} else {
+					track_batch_update(u->batch, 0);
+				}
+				d->seen_size = s.size;
+			} else {
+				track_batch_update(u->batch, 0);
+			}
+		}
+		break;
+	case TRACK_EVENT_ATTRIB:
+		uds_mark_local(u, p, LD_ATTR);
+		track_batch_update(u->batch, 0);
+		break;
+	case TRACK_EVENT_DELETE:
+		est_forget(p);
+		uds_mark_local(u, p, LD_CHECK);
+		track_batch_update(u->batch, 0);
+		break;
+	default:
+		return;
+	}
+	u->st.updates++;
+}
+
+static void remote_event(struct uds *u, const struct track_event *ev)
+{
+	switch (ev->kind) {
+	case TRACK_EVENT_RESCAN:
+		notice_("SYNCFOLDER: the kernel's event queue overflowed; "
+			"rescanning");
+		u->need_rescan_d = true;
+		return;
+	case TRACK_EVENT_GONE:
+		uds_check_roots(u);
+		return;
+	case TRACK_EVENT_RENAME:
+		if (uds_ignored(u, ev->old_path)) {
+			if (!uds_ignored(u, ev->path))
+				uds_mark_remote(u, ev->path);
+		} else if (uds_ignored(u, ev->path)) {
+			uds_mark_remote(u, ev->old_path);
+		} else {
+			uds_remote_rename(u, ev->old_path, ev->path);
+		}
+		return;
+	case TRACK_EVENT_CLOSE_WRITE:
+		return;
+	default:
+		if (ev->path[0] && !uds_ignored(u, ev->path))
+			uds_mark_remote(u, ev->path);
+	}
+}
+
+static void drain(struct uds *u, struct track_watch *w, bool local)
+{
+	struct track_event ev;
+	int n;
+
+	while ((n = track_watch_next(w, &ev, 0)) != 0) {
+		if (n < 0) {
+			if (n == -ENOSPC) {
+				if (!u->degraded)
+					uds_set_error(u, "%s; until then "
+						      "uds-plus compares the "
+						      "folders every 30 s",
+						      track_watch_error(w));
+				u->degraded = true;
+				if (!u->next_rescan ||
+				    u->next_rescan > now_ms() + 30000)
+					u->next_rescan = now_ms() + 30000;
+			} else {
+				warn_("%s", track_watch_error(w));
+			}
+			if (local)
+				u->need_rescan_s = true;
+			else
+				u->need_rescan_d = true;
+			continue;
+		}
+		if (local)
+			local_event(u, &ev);
+		else
+			remote_event(u, &ev);
+	}
+}
+
+/* --- statistics ------------------------------------------------------- */
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+void uds_write_status(struct uds *u, int fd)
+{
+	struct track_batch_state bs;
+	const struct stats *s = &u->st;
+	FILE *f = fdopen(dup(fd), "w");
+
+	if (!f)
+		return;
+	track_batch_pending(u->batch, &bs);
+	fprintf(f, "mode=%s\n", u->mode == TRACK_WATCH_RANGES ? "ranges" :
+		"fallback");
+	fprintf(f, "state=%s\n", u->broken ? "waiting" :
+		u->last_error[0] ? "error" : "ok");
+	fprintf(f, "savingbox=%s\nsyncfolder=%s\n", log_path(u->cfg->savingbox),
+		log_path(u->cfg->syncfolder));
+	fprintf(f, "pushes=%" PRIu64 "\n", s->pushes);
+	fprintf(f, "pushes_timer=%" PRIu64 "\npushes_counter=%" PRIu64
+		"\npushes_failsafe=%" PRIu64 "\npushes_other=%" PRIu64 "\n",
+		s->reasons[TRACK_BATCH_TIMER], s->reasons[TRACK_BATCH_COUNTER],
+		s->reasons[TRACK_BATCH_FAILSAFE], s->reasons[TRACK_BATCH_NONE]);
+	fprintf(f, "push_cycles=%" PRIu64 "\n", s->push_cycles);
+	fprintf(f, "updates=%" PRIu64 "\n", s->updates);
+	fprintf(f, "files_pushed=%" PRIu64 "\n", s->files_pushed);
+	fprintf(f, "bytes_pushed=%" PRIu64 "\n", s->bytes_pushed);
+	fprintf(f, "bytes_read=%" PRIu64 "\n", s->bytes_read);
+	fprintf(f, "pulls=%" PRIu64 "\n", s->pulls);
+	fprintf(f, "files_pulled=%" PRIu64 "\n", s->files_pulled);
+	fprintf(f, "bytes_pulled=%" PRIu64 "\n", s->bytes_pulled);
+	fprintf(f, "conflicts=%" PRIu64 "\n", s->conflicts);
+	fprintf(f, "rescans=%" PRIu64 "\n", s->rescans);
+	fprintf(f, "errors=%" PRIu64 "\n", s->errors);
+	fprintf(f, "pending_files=%zu\n", u->ldirty.len);
+	fprintf(f, "pending_bytes=%" PRIu64 "\n", bs.bytes);
+	fprintf(f, "pending_updates=%" PRIu64 "\n", bs.updates);
+	fprintf(f, "pending_remote=%zu\n", u->rdirty.len);
+	fprintf(f, "watches=%u\n", track_watch_count(u->ws) +
+		track_watch_count(u->wd));
+	fprintf(f, "cpu_seconds=%.3f\n", cpu_seconds());
+	fprintf(f, "last_push=%lld\n", (long long)s->last_push);
+	fprintf(f, "last_error=%s\n", u->last_error);
+	fclose(f);
+}
+
+static void status_file(struct uds *u)
+{
+	char *tmp;
+	int fd;
+
+	if (!u->cfg->status_file)
+		return;
+	if (asprintf(&tmp, "%s.tmp", u->cfg->status_file) < 0)
+		return;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		uds_write_status(u, fd);
+		close(fd);
+		if (rename(tmp, u->cfg->status_file))
+			unlink(tmp);
+	} else {
+		warn_("cannot write the status file %s: %s",
+		      u->cfg->status_file, strerror(errno));
+	}
+	free(tmp);
+}
+
+static void log_stats(struct uds *u)
+{
+	struct track_batch_state bs;
+
+	track_batch_pending(u->batch, &bs);
+	notice_("stats: mode %s, %" PRIu64 " pushes, %" PRIu64 " files and %"
+		PRIu64 " bytes pushed, %" PRIu64 " bytes read, %" PRIu64
+		" pulls, %" PRIu64 " conflicts, %zu files pending (%" PRIu64
+		" bytes compressed), %.2f s CPU",
+		u->mode == TRACK_WATCH_RANGES ? "ranges" : "fallback",
+		u->st.pushes, u->st.files_pushed, u->st.bytes_pushed,
+		u->st.bytes_read, u->st.pulls, u->st.conflicts, u->ldirty.len,
+		bs.bytes, cpu_seconds());
+}
+
+/* --- the loop ----------------------------------------------------------- */
+
+static void ensure_push_pending(struct uds *u)
+{
+	struct track_batch_state bs;
+
+	/* Pending paths the policy has not heard of (from a rescan). */
+	track_batch_pending(u->batch, &bs);
+	if ((u->ldirty.len || u->nr_lren) && !bs.updates)
+		track_batch_update(u->batch, 0);
+}
+
+static void do_push(struct uds *u, enum track_batch_reason why)
+{
+	int err;
+
+	if (u->broken)
+		return;
+	err = uds_push(u, why);
+	if (!err) {
+		track_batch_pushed(u->batch);
+		u->retry_ms = 0;
+		u->retry_at = 0;
+		ensure_push_pending(u);
+	} else {
+		u->retry_ms = u->retry_ms ? u->retry_ms * 2 : 1000;
+		if (u->retry_ms > 60000)
+			u->retry_ms = 60000;
+		u->retry_at = now_ms() + u->retry_ms;
+		notice_("push failed; trying again in %llu s with everything "
+			"still pending", (unsigned long long)u->retry_ms / 1000);
+	}
+	status_file(u);
+}
+
+static void do_pull(struct uds *u)
+{
+	if (u->broken)
+		return;
+	if (uds_pull(u))
+		notice_("bringing back changes from SYNCFOLDER failed; trying "
+			"again with the next change");
+	ensure_push_pending(u);
+}
+
+static void rescans(struct uds *u)
+{
+	if (u->need_rescan_s || u->need_rescan_d) {
+		uds_rescan(u, u->need_rescan_s, u->need_rescan_d, false);
+		ensure_push_pending(u);
+	}
+}
+
+static int wait_ms(struct uds *u)
+{
+	uint64_t now = now_ms();
+	int64_t best = -1;
+	int64_t t;
+
+	t = track_batch_wait(u->batch);
+	if (t >= 0 && u->retry_at > now && (uint64_t)t < u->retry_at - now)
+		t = (int64_t)(u->retry_at - now);
+	best = t;
+#define CONSIDER(x) do {						\
+		int64_t v_ = (x);					\
+		if (v_ >= 0 && (best < 0 || v_ < best))			\
+			best = v_;					\
+	} while (0)
+	if (u->rdirty.len || u->nr_rren)
+		CONSIDER(u->rdirty_at + u->cfg->pull_delay_ms > now ?
+			 (int64_t)(u->rdirty_at + u->cfg->pull_delay_ms - now) :
+			 0);
+	CONSIDER(track_watch_timeout(u->ws));
+	CONSIDER(track_watch_timeout(u->wd));
+	if (u->next_rescan)
+		CONSIDER(u->next_rescan > now ? (int64_t)(u->next_rescan - now) :
+			 0);
+	if (u->broken)
+		CONSIDER(2000);
+#undef CONSIDER
+	if (best > INT_MAX)
+		best = INT_MAX;
+	return (int)best;
+}
+
+static void recover(struct uds *u)
+{
+	if (uds_reattach(u))
+		return;
+	notice_("both folders are back; comparing them");
+	u->last_error[0] = '\0';
+	u->need_rescan_s = u->need_rescan_d = true;
+	rescans(u);
+}
+
+static void tick(struct uds *u)
+{
+	uint64_t now;
+
+	drain(u, u->ws, true);
+	drain(u, u->wd, false);
+	rescans(u);
+	now = now_ms();
+	if (u->broken) {
+		recover(u);
+		return;
+	}
+	if ((u->rdirty.len || u->nr_rren) &&
+	    now >= u->rdirty_at + u->cfg->pull_delay_ms)
+		do_pull(u);
+	if (now >= u->retry_at) {
+		enum track_batch_reason why = track_batch_due(u->batch);
+
+		if (why != TRACK_BATCH_NONE)
+			do_push(u, why);
+	}
+	if (u->next_rescan && now >= u->next_rescan) {
+		u->need_rescan_s = u->need_rescan_d = true;
+		rescans(u);
+		u->next_rescan = u->cfg->rescan_ms ? now + u->cfg->rescan_ms :
+				 0;
+		if (u->degraded)
+			u->next_rescan = now + 30000;
+	}
+}
+
+/* Push and pull everything now (at start, on SIGHUP and at exit). */
+static void flush(struct uds *u)
+{
+	drain(u, u->ws, true);
+	drain(u, u->wd, false);
+	rescans(u);
+	do_pull(u);
+	if (u->ldirty.len || u->nr_lren || u->rdirty.len)
+		do_push(u, TRACK_BATCH_NONE);
+}
+
+int uds_start(struct uds *u, struct config *cfg)
+{
+	if (uds_open(u, cfg))
+		return -1;
+	notice_("syncing SAVINGBOX %s -> SYNCFOLDER %s; mode %s; timer %.3g s, "
+		"counter %" PRIu64 " bytes, fail-safe %.3g s; state in %s",
+		cfg->savingbox, cfg->syncfolder,
+		u->mode == TRACK_WATCH_RANGES ? "ranges (the kernel reports "
+		"write ranges)" : "fallback (block delta; this kernel has no "
+		"IN_REPORT_RANGE)", cfg->timer_ms / 1000.0, cfg->counter_bytes,
+		cfg->failsafe_ms / 1000.0, cfg->state_dir);
+
+	/* Start: compare everything with the journal, then settle it. */
+	u->startup = true;
+	if (uds_rescan(u, true, true, true) == 0) {
+		do_pull(u);
+		if (u->ldirty.len || u->nr_lren || u->rdirty.len)
+			do_push(u, TRACK_BATCH_NONE);
+	}
+	u->startup = false;
+	if (cfg->rescan_ms)
+		u->next_rescan = now_ms() + cfg->rescan_ms;
+	status_file(u);
+	return 0;
+}
+
+int uds_step(struct uds *u, int extra_fd, int max_ms)
+{
+	struct pollfd pfd[3] = {
+		{ .fd = track_watch_fd(u->ws), .events = POLLIN },
+		{ .fd = track_watch_fd(u->wd), .events = POLLIN },
+		{ .fd = extra_fd, .events = POLLIN },
+	};
+	int wait = wait_ms(u);
+
+	if (max_ms >= 0 && (wait < 0 || wait > max_ms))
+		wait = max_ms;
+	if (poll(pfd, extra_fd >= 0 ? 3 : 2, wait) < 0 && errno != EINTR) {
+		err_("poll: %s", strerror(errno));
+		return -errno;
+	}
+	tick(u);
+	return extra_fd >= 0 && (pfd[2].revents & POLLIN);
+}
+
+int uds_finish(struct uds *u)
+{
+	if (!u->cfg->once)
+		flush(u);
+	if (u->ldirty.len && !u->broken)
+		warn_("exiting with %zu paths not pushed (they are pushed at "
+		      "the next start)", u->ldirty.len);
+	log_stats(u);
+	status_file(u);
+	if (u->cfg->stats) {
+		fflush(stdout);
+		uds_write_status(u, STDOUT_FILENO);
+	}
+	est_forget(NULL);
+	uds_close(u);
+	return 0;
+}
+
+int uds_run(struct config *cfg)
+{
+	struct uds u;
+	sigset_t mask;
+	int sfd, ret = 0;
+	bool stop = false;
+
+	log_setup("uds-plus", cfg->use_syslog, cfg->log_level);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		err_("signalfd: %s", strerror(errno));
+		return 1;
+	}
+	if (uds_start(&u, cfg)) {
+		close(sfd);
+		return 1;
+	}
+	if (cfg->once) {
+		flush(&u);
+		if (u.ldirty.len || u.rdirty.len || u.broken)
+			ret = 1;
+		stop = true;
+	}
+	while (!stop) {
+		struct signalfd_siginfo si;
+		int n = uds_step(&u, sfd, -1);
+
+		if (n < 0) {
+			ret = 1;
+			break;
+		}
+		while (n && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			switch (si.ssi_signo) {
+			case SIGUSR1:
+				log_stats(&u);
+				status_file(&u);
+				break;
+			case SIGHUP:
+				info_("SIGHUP: pushing now");
+				flush(&u);
+				break;
+			default:
+				info_("signal %u: pushing what is pending, "
+				      "then exiting", si.ssi_signo);
+				stop = true;
+			}
+		}
+	}
+	uds_finish(&u);
+	close(sfd);
+	return ret;
+}
