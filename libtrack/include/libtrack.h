@@ -12,6 +12,7 @@
 
 #include <libtrack/version.h>
 #include <libtrack/dm.h>
+#include <libtrack/stream.h>
 #include <libtrack/watch.h>
 #include <libtrack/batch.h>
 

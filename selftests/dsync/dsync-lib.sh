@@ -1,0 +1,156 @@
+# Helpers for the dsync VM tests (sourced; busybox sh).
+#
+# The source is a dm-track device $NAME over /dev/vdc, the replica
+# /dev/vdd (both 256 MiB). Output is TAP; a test without dm-track exits 4
+# (KSFT_SKIP).
+
+NAME=dsync-src
+SRC=/dev/mapper/$NAME
+SRC_DISK=/dev/vdc
+DST=/dev/vdd
+MNT=/mnt/dsync-src
+RMNT=/mnt/dsync-dst
+T=/tmp/dsync.$$
+STATE=$T/state
+
+_n=0
+_failed=0
+
+ok() {
+	_n=$((_n + 1))
+	echo "ok $_n - $*"
+}
+
+not_ok() {
+	_n=$((_n + 1))
+	_failed=$((_failed + 1))
+	echo "not ok $_n - $*"
+}
+
+# check NAME CMD...: ok if CMD exits 0
+check() {
+	_name=$1
+	shift
+	if "$@"; then ok "$_name"; else not_ok "$_name"; fi
+}
+
+diag() {
+	echo "# $*"
+}
+
+skip_all() {
+	echo "1..0 # SKIP $*"
+	exit 4
+}
+
+cleanup() {
+	cd /
+	umount $MNT 2>/dev/null
+	umount $RMNT 2>/dev/null
+	dmsetup remove --noudevsync $NAME 2>/dev/null
+	rm -rf $T
+}
+
+done_testing() {
+	echo "1..$_n"
+	cleanup
+	trap - EXIT
+	[ $_failed = 0 ] && exit 0
+	exit 1
+}
+
+# bail REASON: a step the rest depends on failed
+bail() {
+	not_ok "$*"
+	[ -f $T/err ] && sed 's/^/# /' $T/err
+	done_testing
+}
+
+need_track() {
+	dmsetup targets 2>/dev/null | grep -q '^track ' ||
+		skip_all "no dm-track target ('dmsetup targets' has no track)"
+	for t in dmextract dmmerge dmsync dmtrack mkfs.ext4 e2fsck cmp; do
+		command -v $t >/dev/null || skip_all "$t is not installed"
+	done
+}
+
+# setup [FS_SIZE]: a fresh dm-track device with ext4 on it (on the whole
+# device, or its first FS_SIZE), and a blank replica.
+setup() {
+	trap cleanup EXIT
+	cleanup
+	mkdir -p $T $MNT $RMNT
+	dd if=/dev/zero of=$DST bs=1M count=8 2>/dev/null
+	dmtrack create $NAME $SRC_DISK 2>$T/err || bail "dmtrack create"
+	mkfs.ext4 -q -F $SRC $1 >$T/err 2>&1 || bail "mkfs.ext4 on $SRC"
+}
+
+# status FIELD: a field of 'dmtrack status --json'
+status() {
+	dmtrack status $NAME --json |
+		sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"
+}
+
+# workload TAG MIB: write MIB MiB of new files, change older files in
+# place, delete one, sync
+workload() {
+	_i=0
+	mkdir -p $MNT/$1
+	while [ $_i -lt $2 ]; do
+		dd if=/dev/urandom of=$MNT/$1/f$_i bs=64k count=16 2>/dev/null
+		_i=$((_i + 1))
+	done
+	for _f in $MNT/*/f1; do
+		dd if=/dev/urandom of=$_f bs=4k count=3 seek=7 conv=notrunc \
+			2>/dev/null
+	done
+	rm -f $MNT/$1/f0
+	sync
+}
+
+# xpipe [dmextract options] -- [dmmerge options]: dmextract NAME | dmmerge
+# --state $STATE $DST; $xrc and $mrc get the exit codes, $T/stream-bytes
+# the bytes that went through the pipe
+xpipe() {
+	_x=""
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+		_x="$_x $1"
+		shift
+	done
+	[ "$1" = "--" ] && shift
+	{ dmextract $_x $NAME 2>$T/x.err; echo $? >$T/x.rc; } |
+		{ tee $T/stream | dmmerge --state $STATE "$@" $DST \
+			2>$T/m.err; echo $? >$T/m.rc; }
+	xrc=$(cat $T/x.rc)
+	mrc=$(cat $T/m.rc)
+	wc -c <$T/stream >$T/stream-bytes
+	rm -f $T/stream
+	[ "$xrc" = 0 ] && [ "$mrc" = 0 ]
+}
+
+# show the messages of the last xpipe
+xpipe_diag() {
+	sed 's/^/# dmextract: /' $T/x.err
+	sed 's/^/# dmmerge: /' $T/m.err
+}
+
+identical() {
+	cmp $SRC $DST >$T/cmp 2>&1 && return 0
+	sed 's/^/# /' $T/cmp
+	return 1
+}
+
+# The replica holds a clean ext4 whose files match the source's.
+replica_fs_matches() {
+	e2fsck -fn $DST >$T/fsck 2>&1 || {
+		sed 's/^/# /' $T/fsck | tail -n 5
+		return 1
+	}
+	mount -o ro $DST $RMNT || return 1
+	mount -o ro $SRC $MNT || { umount $RMNT; return 1; }
+	(cd $MNT && find . -type f | sort | xargs md5sum) >$T/a
+	(cd $RMNT && find . -type f | sort | xargs md5sum) >$T/b
+	umount $MNT
+	umount $RMNT
+	cmp -s $T/a $T/b
+}

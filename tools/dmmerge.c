@@ -1,0 +1,910 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * dmmerge: apply a dsync stream from stdin to a device or file.
+ *
+ * Nothing is written before the header matched the target (and the state
+ * file's epoch); each record is checked completely by the reader before
+ * it is written; writes never leave the target. With --undo, the old
+ * contents of each batch of records are saved and synced first, so an
+ * interrupted apply can be rolled back.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/falloc.h>
+
+#include <libtrack.h>
+
+#include "dsync_util.h"
+
+#define BATCH_BYTES	(32u << 20)	/* --undo: data held before a sync */
+#define CHUNK		(1u << 20)
+
+struct state {
+	bool present;
+	char source_id[TRACK_STREAM_ID_MAX + 1];
+	uint64_t epoch;
+	uint64_t block_size;
+	uint64_t device_size;
+};
+
+struct brec {			/* a record held in an --undo batch */
+	uint32_t type;
+	uint64_t first;
+	uint64_t count;
+	size_t length;
+	size_t off;		/* of its data in the batch buffer */
+};
+
+struct merge {
+	/* options */
+	const char *target;
+	const char *state_path;
+	const char *undo_path;
+	const char *rollback;
+	bool force;
+	bool verify;
+	bool verbose;
+
+	/* the stream */
+	const char *input;	/* "stdin" or the undo file */
+	int in_fd;
+	struct track_stream_reader *r;
+	struct track_stream_info info;
+
+	/* the target */
+	int tfd;
+	uint64_t tsize;
+	bool tregular;
+	bool created;
+
+	struct state st;
+
+	/* --undo */
+	int ufd;
+	struct track_stream_writer *uw;
+	struct brec *batch;
+	size_t nbatch;
+	size_t batch_cap;
+	unsigned char *bbuf;
+	size_t bused;
+	uint64_t bzero;		/* bytes of zero runs in the batch */
+	unsigned char *chunk;	/* CHUNK bytes, or one block if larger */
+	size_t chunk_len;
+
+	/* what was written */
+	uint64_t written;	/* records */
+	uint64_t first_block;
+	uint64_t last_block;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: dmmerge [options] TARGET             apply the stream on stdin\n"
+"       dmmerge --verify [options] [TARGET]  check a stream, write nothing\n"
+"       dmmerge --rollback UNDO [--state FILE] TARGET\n"
+"Apply a dsync stream from dmextract to a device or file. The header is\n"
+"checked against TARGET before anything is written, every record before\n"
+"it is written; on a damaged or cut stream dmmerge stops, names the byte\n"
+"offset and exits 1. A new file TARGET is created for a full stream.\n"
+"\n"
+"  -s, --state FILE     remember the applied epoch in FILE; refuse a stream\n"
+"                       that does not follow it (another source, a gap, an\n"
+"                       old stream)\n"
+"  -f, --force          apply even so (says what it overrides)\n"
+"  -u, --undo FILE      save old contents of the blocks it overwrites to\n"
+"                       FILE (synced before each batch is written)\n"
+"  -r, --rollback FILE  write the old contents saved in FILE back\n"
+"  -n, --verify, --dry-run   read and check everything, write nothing\n"
+"  -v, --verbose        totals on stderr\n"
+"  -h, --help           this help\n"
+"Exit status: 0 applied (and synced), 1 failure, 2 usage. See dmmerge(1).\n");
+}
+
+static const struct option longopts[] = {
+	{ "state", required_argument, NULL, 's' },
+	{ "force", no_argument, NULL, 'f' },
+	{ "undo", required_argument, NULL, 'u' },
+	{ "rollback", required_argument, NULL, 'r' },
+	{ "verify", no_argument, NULL, 'n' },
+	{ "dry-run", no_argument, NULL, 'n' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static int bad_usage(const char *what)
+{
+	ds_err("%s", what);
+	fprintf(stderr, "Try 'dmmerge --help'.\n");
+	return DS_EXIT_USAGE;
+}
+
+/* Reading the stream: a signal stops a read that waits for input. */
+static ssize_t in_read(void *arg, void *buf, size_t len)
+{
+	struct merge *m = arg;
+	ssize_t n;
+
+	for (;;) {
+		if (ds_stop)
+			return -EINTR;
+		n = read(m->in_fd, buf, len);
+		if (n >= 0)
+			return n;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+/* --- the state file ------------------------------------------------------ */
+
+static int state_load(const char *path, struct state *st)
+{
+	char line[512], key[32], val[256];
+	unsigned int seen = 0;
+	uint64_t v;
+	FILE *f;
+
+	memset(st, 0, sizeof(*st));
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			return 0;
+		ds_err("cannot read state file %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "%31s %255[ -~]", key, val) != 2)
+			goto bad;
+		if (!strcmp(key, "source-id")) {
+			if (strlen(val) > TRACK_STREAM_ID_MAX)
+				goto bad;
+			memcpy(st->source_id, val, strlen(val) + 1);
+			seen |= 1;
+			continue;
+		}
+		if (ds_parse_u64(val, false, &v))
+			goto bad;
+		if (!strcmp(key, "epoch")) {
+			st->epoch = v;
+			seen |= 2;
+		} else if (!strcmp(key, "block-size")) {
+			st->block_size = v;
+			seen |= 4;
+		} else if (!strcmp(key, "device-size")) {
+			st->device_size = v;
+			seen |= 8;
+		}
+	}
+	fclose(f);
+	if (seen != 15)
+		goto bad_closed;
+	st->present = true;
+	return 0;
+bad:
+	fclose(f);
+bad_closed:
+	ds_err("state file %s is damaged (expected source-id, epoch, "
+	       "block-size and device-size lines); repair it, or delete it "
+	       "and apply a full stream (dmextract --all)", path);
+	return -EINVAL;
+}
+
+/* Replace the state file atomically (write, sync, rename, sync dir). */
+static int state_save(const char *path, const struct state *st,
+		      const char *target)
+{
+	char tmp[4096], *dir_copy;
+	FILE *f;
+	int fd, dfd, ret = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto fail;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		goto fail;
+	}
+	fprintf(f, "# dmmerge state of %s: the last stream applied to it.\n"
+		"source-id %s\nepoch %" PRIu64 "\nblock-size %" PRIu64
+		"\ndevice-size %" PRIu64 "\napplied %lld\n", target,
+		st->source_id, st->epoch, st->block_size, st->device_size,
+		(long long)time(NULL));
+	if (fflush(f) || fsync(fd)) {
+		fclose(f);
+		goto fail;
+	}
+	if (fclose(f) || rename(tmp, path))
+		goto fail;
+	dir_copy = strdup(path);
+	if (dir_copy) {
+		dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY);
+		if (dfd >= 0) {
+			fsync(dfd);
+			close(dfd);
+		}
+		free(dir_copy);
+	}
+	return 0;
+fail:
+	ret = -errno;
+	ds_err("cannot write state file %s: %s (the target is complete and "
+	       "synced; the state file still names the previous epoch, so "
+	       "the next stream needs --force)", path, strerror(errno));
+	unlink(tmp);
+	return ret;
+}
+
+/* May this stream be applied on top of what the state file says? */
+static int check_state(struct merge *m)
+{
+	const struct track_stream_info *in = &m->info;
+	const struct state *st = &m->st;
+	const char *tname = m->target ? m->target : "the target";
+	const char *why = NULL;
+	char buf[700];
+	int ret;
+
+	if (!m->state_path)
+		return 0;
+	if (!st->present) {
+		if (in->flags & TRACK_STREAM_FULL)
+			return 0;
+		snprintf(buf, sizeof(buf), "state file %s does not exist, so "
+			 "the epoch %s holds is unknown: seed it with a full "
+			 "stream (dmextract --all), or use --force if you know "
+			 "it holds epoch %" PRIu64 " of %s", m->state_path,
+			 tname, in->base_epoch, in->source_id);
+		why = buf;
+	} else {
+		ret = track_stream_check_epoch(in, st->source_id, st->epoch);
+		if (!ret && !(in->flags & TRACK_STREAM_FULL) &&
+		    (st->block_size != in->block_size ||
+		     st->device_size != in->device_size))
+			ret = -EMEDIUMTYPE;
+		switch (ret) {
+		case 0:
+			return 0;
+		case -EXDEV:
+			snprintf(buf, sizeof(buf), "the stream comes from "
+				 "\"%s\", but %s was last updated from \"%s\" "
+				 "(state file %s): wrong target?",
+				 in->source_id, tname, st->source_id,
+				 m->state_path);
+			break;
+		case -ENOENT:
+			snprintf(buf, sizeof(buf), "the stream has no epochs, "
+				 "so nothing says it follows epoch %" PRIu64
+				 " of %s", st->epoch, tname);
+			break;
+		case -ERANGE:
+			snprintf(buf, sizeof(buf), "the stream holds the "
+				 "changes after epoch %" PRIu64 ", but %s has "
+				 "epoch %" PRIu64 ": the changes in between "
+				 "would be missing. Apply the missing stream "
+				 "first, or seed again (dmextract --all)",
+				 in->base_epoch, tname, st->epoch);
+			break;
+		case -ESTALE:
+			snprintf(buf, sizeof(buf), "the stream (epochs %"
+				 PRIu64 " to %" PRIu64 ") is not newer than "
+				 "epoch %" PRIu64 " that %s has: applying it "
+				 "would roll blocks back (was it applied "
+				 "already?)", in->base_epoch, in->new_epoch,
+				 st->epoch, tname);
+			break;
+		default:
+			snprintf(buf, sizeof(buf), "the stream has %" PRIu32
+				 "-byte blocks and %" PRIu64 " bytes, the "
+				 "state file %s says %" PRIu64 " and %" PRIu64
+				 " (was the tracking set up again? seed with "
+				 "dmextract --all)", in->block_size,
+				 in->device_size, m->state_path,
+				 st->block_size, st->device_size);
+		}
+		why = buf;
+	}
+	if (m->force) {
+		ds_err("warning: %s; applying it anyway (--force)", why);
+		return 0;
+	}
+	ds_err("refusing the stream: %s%s", why, st->present ?
+	       " (--force applies it anyway)" : "");
+	return -EPERM;
+}
+
+/* --- the target ---------------------------------------------------------- */
+
+static int open_target(struct merge *m, bool may_create)
+{
+	int flags = m->verify ? O_RDONLY : O_RDWR;
+	struct stat st;
+	int ret;
+
+	if (stat(m->target, &st) == 0 && S_ISBLK(st.st_mode) && !m->verify)
+		flags |= O_EXCL;	/* not while mounted */
+	m->tfd = open(m->target, flags | O_CLOEXEC);
+	if (m->tfd < 0 && errno == ENOENT && may_create && !m->verify) {
+		m->tfd = open(m->target, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+			      0600);
+		m->created = m->tfd >= 0;
+	}
+	if (m->tfd < 0) {
+		if (errno == EBUSY)
+			ds_err("%s is in use (mounted?); unmount it first",
+			       m->target);
+		else if (errno == ENOENT)
+			ds_err("%s does not exist (only a full stream, from "
+			       "dmextract --all, creates a new file)",
+			       m->target);
+		else
+			ds_err("cannot open %s: %s", m->target,
+			       strerror(errno));
+		return -errno;
+	}
+	if (!m->verify && flock(m->tfd, LOCK_EX | LOCK_NB)) {
+		ds_err("%s is being updated by another dmmerge; wait for it",
+		       m->target);
+		return -EBUSY;
+	}
+	if (fstat(m->tfd, &st))
+		return -errno;
+	m->tregular = S_ISREG(st.st_mode);
+	ret = ds_fd_size(m->tfd, &m->tsize);
+	if (ret) {
+		ds_err("%s: %s", m->target, ret == -ENOTBLK ?
+		       "not a block device or regular file" : strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+/* The header against the target: before anything is written. */
+static int check_target(struct merge *m)
+{
+	const struct track_stream_info *in = &m->info;
+	char a[32], b[32];
+
+	if (m->tregular && m->tsize == 0 && (in->flags & TRACK_STREAM_FULL) &&
+	    !m->verify) {
+		if (ftruncate(m->tfd, in->device_size)) {
+			ds_err("cannot size %s to %" PRIu64 " bytes: %s",
+			       m->target, in->device_size, strerror(errno));
+			return -errno;
+		}
+		m->tsize = in->device_size;
+		return 0;
+	}
+	if (m->tsize != in->device_size) {
+		ds_err("%s is %" PRIu64 " bytes (%s), the stream is for a "
+		       "device of %" PRIu64 " bytes (%s): wrong target? "
+		       "nothing was written", m->target, m->tsize,
+		       ds_human(m->tsize, a, sizeof(a)), in->device_size,
+		       ds_human(in->device_size, b, sizeof(b)));
+		return -EMEDIUMTYPE;
+	}
+	return 0;
+}
+
+static int zero_range(struct merge *m, uint64_t off, uint64_t len)
+{
+	uint64_t n;
+	int mode, ret;
+
+	mode = m->tregular ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE :
+			     FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
+	if (!fallocate(m->tfd, mode, off, len))
+		return 0;
+	if (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	memset(m->chunk, 0, m->chunk_len);
+	while (len) {
+		n = len < m->chunk_len ? len : m->chunk_len;
+		ret = ds_pwrite_all(m->tfd, m->chunk, n, off);
+		if (ret)
+			return ret;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int write_run(struct merge *m, uint32_t type, uint64_t first,
+		     size_t length, const void *data)
+{
+	uint64_t off = first * m->info.block_size;
+	int ret;
+
+	/* The reader checked this; a target that shrank under us is the
+	 * only way it could fail. Never write outside the target. */
+	if (off > m->tsize || length > m->tsize - off) {
+		ds_err("internal error: a write at byte %" PRIu64 " of %zu "
+		       "bytes would leave %s (%" PRIu64 " bytes)", off,
+		       length, m->target, m->tsize);
+		return -EFAULT;
+	}
+	if (type == TRACK_STREAM_DATA)
+		ret = ds_pwrite_all(m->tfd, data, length, off);
+	else
+		ret = zero_range(m, off, length);
+	if (ret) {
+		ds_err("writing %s at byte %" PRIu64 ": %s", m->target, off,
+		       strerror(-ret));
+		return ret;
+	}
+	if (!m->written)
+		m->first_block = first;
+	m->written++;
+	m->last_block = first + (length - 1) / m->info.block_size;
+	return 0;
+}
+
+/* --- --undo: save old contents before a batch is written ---------------- */
+
+static int undo_open(struct merge *m)
+{
+	struct track_stream_info ui = m->info;
+	int ret;
+
+	ui.flags = TRACK_STREAM_UNDO;
+	/* base: what the target had (if known); new: what it will have */
+	ui.base_epoch = m->st.present ? m->st.epoch : 0;
+	ui.new_epoch = m->info.new_epoch;
+	if (ui.base_epoch >= ui.new_epoch)
+		ui.base_epoch = ui.new_epoch = 0;
+	ui.created = time(NULL);
+	m->ufd = open(m->undo_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		      0600);
+	if (m->ufd < 0) {
+		ds_err("cannot create undo file %s: %s; nothing was written",
+		       m->undo_path, strerror(errno));
+		return -errno;
+	}
+	ret = track_stream_writer_open(m->ufd, &ui, &m->uw);
+	if (ret) {
+		ds_err("undo file %s: %s; nothing was written", m->undo_path,
+		       strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+static int undo_save(struct merge *m, const struct brec *b)
+{
+	uint32_t bs = m->info.block_size;
+	uint64_t first = b->first, left = b->length, n;
+	int ret;
+
+	while (left) {
+		n = left < m->chunk_len ? left : m->chunk_len;
+		ret = ds_pread_all(m->tfd, m->chunk, n, first * bs);
+		if (ret) {
+			ds_err("reading old contents of %s at byte %" PRIu64
+			       ": %s", m->target, first * bs, strerror(-ret));
+			return ret;
+		}
+		ret = track_stream_write_data(m->uw, first, (n + bs - 1) / bs,
+					      m->chunk);
+		if (ret) {
+			ds_err("writing undo file %s: %s", m->undo_path,
+			       strerror(-ret));
+			return ret;
+		}
+		first += (n + bs - 1) / bs;
+		left -= n;
+	}
+	return 0;
+}
+
+static int undo_sync(struct merge *m)
+{
+	int ret = track_stream_writer_flush(m->uw);
+
+	if (!ret && fdatasync(m->ufd))
+		ret = -errno;
+	if (ret)
+		ds_err("writing undo file %s: %s", m->undo_path,
+		       strerror(-ret));
+	return ret;
+}
+
+static int flush_batch(struct merge *m)
+{
+	size_t i;
+	int ret;
+
+	if (!m->nbatch)
+		return 0;
+	for (i = 0; i < m->nbatch; i++) {
+		ret = undo_save(m, &m->batch[i]);
+		if (ret)
+			return ret;
+	}
+	ret = undo_sync(m);
+	if (ret)
+		return ret;
+	for (i = 0; i < m->nbatch; i++) {
+		ret = write_run(m, m->batch[i].type, m->batch[i].first,
+				m->batch[i].length, m->bbuf + m->batch[i].off);
+		if (ret)
+			return ret;
+	}
+	m->nbatch = 0;
+	m->bused = 0;
+	m->bzero = 0;
+	return 0;
+}
+
+static int apply_record(struct merge *m, const struct track_stream_record *rec)
+{
+	struct brec *b;
+	int ret;
+
+	if (m->verify)
+		return 0;
+	if (!m->uw)
+		return write_run(m, rec->type, rec->first, rec->length,
+				 rec->data);
+	if (m->nbatch == m->batch_cap) {
+		size_t cap = m->batch_cap ? m->batch_cap * 2 : 64;
+
+		b = realloc(m->batch, cap * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		m->batch = b;
+		m->batch_cap = cap;
+	}
+	if (rec->type == TRACK_STREAM_DATA &&
+	    m->bused + rec->length > BATCH_BYTES) {
+		ret = flush_batch(m);
+		if (ret)
+			return ret;
+	}
+	b = &m->batch[m->nbatch++];
+	b->type = rec->type;
+	b->first = rec->first;
+	b->count = rec->count;
+	b->length = rec->length;
+	b->off = m->bused;
+	if (rec->type == TRACK_STREAM_DATA) {
+		memcpy(m->bbuf + m->bused, rec->data, rec->length);
+		m->bused += rec->length;
+	} else {
+		m->bzero += rec->length;
+	}
+	if (m->bused >= BATCH_BYTES / 2 || m->bzero >= 4 * BATCH_BYTES)
+		return flush_batch(m);
+	return 0;
+}
+
+/* --- the whole run ------------------------------------------------------- */
+
+static void report_partial(struct merge *m)
+{
+	if (m->verify)
+		return;
+	if (!m->written) {
+		ds_err("%s was not changed", m->target);
+		return;
+	}
+	ds_err("%s: %" PRIu64 " records (blocks %" PRIu64 " to %" PRIu64
+	       ") were written before this, the rest of the stream was not: "
+	       "the target now mixes old and new blocks. Run the sync again "
+	       "(the sender keeps these blocks dirty when dmmerge fails)%s%s",
+	       m->target, m->written, m->first_block, m->last_block,
+	       m->uw ? ", or restore the old contents with: dmmerge "
+	       "--rollback " : "", m->uw ? m->undo_path : "");
+}
+
+static void print_totals(struct merge *m, const struct track_stream_totals *t,
+			 double secs)
+{
+	char a[32], b[32];
+
+	fprintf(stderr, "%s: %s %s: epoch %" PRIu64 " to %" PRIu64
+		" of \"%s\"%s, %" PRIu64 " data blocks (%s), %" PRIu64
+		" zero blocks, %" PRIu64 " records, stream %s, %.1f s\n",
+		ds_prog, m->verify ? "checked, for" : "applied to",
+		m->target ? m->target : "no target", m->info.base_epoch,
+		m->info.new_epoch, m->info.source_id,
+		m->info.flags & TRACK_STREAM_FULL ? " (full)" : "",
+		t->data_blocks, ds_human(t->data_bytes, a, sizeof(a)),
+		t->zero_blocks, t->records,
+		ds_human(t->stream_bytes, b, sizeof(b)), secs);
+}
+
+static int read_stream_header(struct merge *m)
+{
+	int ret;
+
+	ret = track_stream_reader_new(in_read, m, &m->r);
+	if (ret) {
+		ds_err("%s", strerror(-ret));
+		return ret;
+	}
+	ret = track_stream_read_header(m->r, &m->info);
+	if (ret) {
+		ds_err("%s: %s", m->input, track_stream_reader_error(m->r));
+		return ret;
+	}
+	m->chunk_len = m->info.block_size > CHUNK ? m->info.block_size : CHUNK;
+	m->chunk = malloc(m->chunk_len);
+	if (!m->chunk) {
+		ds_err("out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int merge(struct merge *m)
+{
+	struct track_stream_record rec;
+	struct track_stream_totals t;
+	double t0 = ds_now();
+	int ret;
+
+	m->input = "stdin";
+	m->in_fd = STDIN_FILENO;
+	if (isatty(STDIN_FILENO)) {
+		ds_err("no stream on stdin (it is a terminal): pipe dmextract "
+		       "into dmmerge, or redirect a stream file");
+		return -EINVAL;
+	}
+	ret = read_stream_header(m);
+	if (ret)
+		goto fail;
+	if (m->info.flags & TRACK_STREAM_UNDO) {
+		ds_err("stdin is an undo file; restore it with dmmerge "
+		       "--rollback FILE TARGET");
+		ret = -EINVAL;
+		goto fail;
+	}
+	if (m->target) {
+		ret = open_target(m, m->info.flags & TRACK_STREAM_FULL);
+		if (!ret)
+			ret = check_target(m);
+		if (ret)
+			goto fail;
+	}
+	if (m->state_path) {
+		ret = state_load(m->state_path, &m->st);
+		if (!ret)
+			ret = check_state(m);
+		if (ret)
+			goto fail;
+	}
+	if (m->undo_path && !m->verify) {
+		ret = undo_open(m);
+		if (ret)
+			goto fail;
+		m->bbuf = malloc(BATCH_BYTES);
+		if (!m->bbuf) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+	}
+
+	while ((ret = track_stream_read_record(m->r, &rec)) == 1) {
+		ret = ds_stop ? -EINTR : apply_record(m, &rec);
+		if (ret)
+			goto fail_partial;
+	}
+	if (ret) {
+		ds_err("%s: %s", m->input, track_stream_reader_error(m->r));
+		goto fail_partial;
+	}
+	ret = flush_batch(m);
+	if (ret)
+		goto fail_partial;
+	track_stream_reader_totals(m->r, &t);
+	if (m->verify) {
+		if (m->verbose)
+			print_totals(m, &t, ds_now() - t0);
+		return 0;
+	}
+	if (fsync(m->tfd)) {
+		ret = -errno;
+		ds_err("syncing %s: %s", m->target, strerror(errno));
+		goto fail_partial;
+	}
+	if (m->uw) {
+		ret = track_stream_writer_finish(m->uw, NULL);
+		if (!ret && fsync(m->ufd))
+			ret = -errno;
+		if (ret)
+			ds_err("warning: finishing undo file %s: %s (the "
+			       "target is complete and synced)", m->undo_path,
+			       strerror(-ret));
+	}
+	if (m->state_path) {
+		struct state st = { .present = true };
+
+		snprintf(st.source_id, sizeof(st.source_id), "%s",
+			 m->info.source_id);
+		st.epoch = m->info.new_epoch;
+		st.block_size = m->info.block_size;
+		st.device_size = m->info.device_size;
+		ret = state_save(m->state_path, &st, m->target);
+		if (ret)
+			return ret;
+	}
+	if (m->verbose)
+		print_totals(m, &t, ds_now() - t0);
+	return 0;
+
+fail_partial:
+	if (ret == -EINTR && ds_stop)
+		ds_err("interrupted by signal %d", (int)ds_stop);
+	/* Whatever was written is in the undo file, which stays usable. */
+	if (m->uw && !m->verify) {
+		m->nbatch = 0;
+		if (!track_stream_writer_finish(m->uw, NULL))
+			fsync(m->ufd);
+	}
+	report_partial(m);
+fail:
+	if (m->created && !m->written)
+		unlink(m->target);
+	return ret ? ret : -EIO;
+}
+
+/* dmmerge --rollback UNDO TARGET */
+static int rollback(struct merge *m)
+{
+	struct track_stream_record rec;
+	int ret;
+
+	m->input = m->rollback;
+	m->in_fd = open(m->rollback, O_RDONLY | O_CLOEXEC);
+	if (m->in_fd < 0) {
+		ds_err("cannot open undo file %s: %s", m->rollback,
+		       strerror(errno));
+		return -errno;
+	}
+	ret = read_stream_header(m);
+	if (ret)
+		return ret;
+	if (!(m->info.flags & TRACK_STREAM_UNDO)) {
+		ds_err("%s is not an undo file (written by dmmerge --undo)",
+		       m->rollback);
+		return -EINVAL;
+	}
+	ret = open_target(m, false);
+	if (!ret)
+		ret = check_target(m);
+	if (ret)
+		return ret;
+	while ((ret = track_stream_read_record(m->r, &rec)) == 1) {
+		ret = write_run(m, rec.type, rec.first, rec.length, rec.data);
+		if (ret) {
+			ds_err("%s is only partly restored; run the rollback "
+			       "again once the error is fixed", m->target);
+			return ret;
+		}
+	}
+	if (fsync(m->tfd)) {
+		ds_err("syncing %s: %s", m->target, strerror(errno));
+		return -errno;
+	}
+	if (ret == -EBADMSG) {
+		/* An apply that was killed leaves the undo file without an
+		 * end record; its last batch never reached the target. */
+		ds_err("note: %s: %s", m->rollback,
+		       track_stream_reader_error(m->r));
+		ds_err("the undo file was cut short by an interrupted dmmerge; "
+		       "the %" PRIu64 " records before that point were "
+		       "restored, and they cover every block that dmmerge "
+		       "wrote", m->written);
+	} else if (ret) {
+		ds_err("%s: %s", m->rollback, track_stream_reader_error(m->r));
+		return ret;
+	}
+	if (m->state_path) {
+		ret = state_load(m->state_path, &m->st);
+		if (ret)
+			return ret;
+		if (m->st.present && !strcmp(m->st.source_id,
+					     m->info.source_id) &&
+		    m->info.new_epoch && m->st.epoch == m->info.new_epoch) {
+			/* the rolled-back apply had completed */
+			m->st.epoch = m->info.base_epoch;
+			ret = m->st.epoch ?
+			      state_save(m->state_path, &m->st, m->target) :
+			      (unlink(m->state_path) ? -errno : 0);
+			if (ret)
+				return ret;
+			ds_err("state file %s now says epoch %" PRIu64 "%s",
+			       m->state_path, m->st.epoch, m->st.epoch ? "" :
+			       " (removed: the next stream must be full)");
+		} else if (m->st.present && !m->info.new_epoch) {
+			if (unlink(m->state_path))
+				return -errno;
+			ds_err("state file %s removed: the undo file has no "
+			       "epochs, so the target's epoch is unknown; the "
+			       "next stream must be full (or --force)",
+			       m->state_path);
+		}
+	}
+	if (m->verbose)
+		fprintf(stderr, "%s: restored %" PRIu64 " runs of %s\n",
+			ds_prog, m->written, m->target);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct merge m = { .tfd = -1, .ufd = -1, .in_fd = -1 };
+	int c, ret;
+
+	ds_prog = "dmmerge";
+	while ((c = getopt_long(argc, argv, "s:fu:r:nvh", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 's':
+			m.state_path = optarg;
+			break;
+		case 'f':
+			m.force = true;
+			break;
+		case 'u':
+			m.undo_path = optarg;
+			break;
+		case 'r':
+			m.rollback = optarg;
+			break;
+		case 'n':
+			m.verify = true;
+			break;
+		case 'v':
+			m.verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return DS_EXIT_OK;
+		default:
+			fprintf(stderr, "Try 'dmmerge --help'.\n");
+			return DS_EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		m.target = argv[optind++];
+	if (optind < argc)
+		return bad_usage("too many arguments");
+	if (!m.target && !m.verify)
+		return bad_usage("no target given");
+	if (m.rollback && (m.verify || m.undo_path || m.force))
+		return bad_usage("--rollback takes only --state and -v");
+	if (m.verify && m.undo_path)
+		return bad_usage("--verify writes nothing, so no --undo");
+	if (m.undo_path && m.target && !strcmp(m.undo_path, m.target))
+		return bad_usage("the undo file cannot be the target");
+	ds_catch_signals();
+	ret = m.rollback ? rollback(&m) : merge(&m);
+	track_stream_reader_free(m.r);
+	track_stream_writer_free(m.uw);
+	if (m.tfd >= 0)
+		close(m.tfd);
+	if (m.ufd >= 0)
+		close(m.ufd);
+	if (m.rollback && m.in_fd >= 0)
+		close(m.in_fd);
+	free(m.batch);
+	free(m.bbuf);
+	free(m.chunk);
+	return ret ? DS_EXIT_FAIL : DS_EXIT_OK;
+}

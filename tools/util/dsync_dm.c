@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The dm-track side of dmextract and dmsync: freeze, list, commit, abort.
+ * This is the only file of the tools that calls track_dm_*.
+ *
+ * The stream cut from a frozen set says base = the committed epoch at the
+ * time of the freeze and new = the frozen epoch: the frozen set holds every
+ * block written after the last commit (an earlier frozen set that was
+ * never committed is merged into it by the kernel).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <libtrack.h>
+
+#include "dsync_dm.h"
+
+static const char *dm_hint(int err)
+{
+	switch (err) {
+	case -ENODEV:
+		return "no such device-mapper device ('dmsetup ls' lists "
+		       "them; is the dm-track module loaded?)";
+	case -EMEDIUMTYPE:
+		return "not a dm-track device (use --dirty/--device or --all "
+		       "--device for other devices)";
+	case -EPERM:
+	case -EACCES:
+		return "permission denied (dm-track needs root)";
+	default:
+		return strerror(-err);
+	}
+}
+
+int ds_dm_probe(const char *name, char *msg, size_t msglen)
+{
+	struct track_dm_status st;
+	struct track_dm *dm;
+	int ret;
+
+	ret = track_dm_open(name, &dm);
+	if (!ret) {
+		ret = track_dm_status(dm, &st);
+		track_dm_close(dm);
+	}
+	if (ret)
+		snprintf(msg, msglen, "%s: %s", name, dm_hint(ret));
+	return ret;
+}
+
+int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
+		    size_t msglen)
+{
+	struct track_dm_status st;
+	struct track_dm *dm;
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	e->lock_fd = -1;
+	ret = track_dm_open(name, &dm);
+	if (ret) {
+		snprintf(msg, msglen, "%s: %s", name, dm_hint(ret));
+		return ret;
+	}
+	snprintf(e->name, sizeof(e->name), "%s", track_dm_name(dm));
+	snprintf(e->path, sizeof(e->path), "%s", track_dm_path(dm));
+
+	/* One extraction per device at a time: a second one would merge
+	 * into our frozen epoch and make our commit fail. */
+	e->lock_fd = open(e->path, O_RDONLY | O_CLOEXEC);
+	if (e->lock_fd < 0) {
+		ret = -errno;
+		snprintf(msg, msglen, "cannot open %s: %s", e->path,
+			 strerror(errno));
+		goto fail;
+	}
+	if (flock(e->lock_fd, LOCK_EX | LOCK_NB)) {
+		ret = -EBUSY;
+		snprintf(msg, msglen, "%s: another dmextract or dmsync is "
+			 "running on it", e->name);
+		goto fail;
+	}
+
+	ret = track_dm_freeze(dm, &e->epoch);
+	if (ret) {
+		snprintf(msg, msglen, "%s: freezing the dirty set failed: %s",
+			 e->name, dm_hint(ret));
+		goto fail;
+	}
+	e->dm = dm;	/* from here on the caller commits or aborts */
+	ret = track_dm_status(dm, &st);
+	if (ret) {
+		snprintf(msg, msglen, "%s: reading its status failed: %s",
+			 e->name, dm_hint(ret));
+		return ret;
+	}
+	if (st.frozen_epoch != e->epoch) {
+		snprintf(msg, msglen, "%s: froze epoch %" PRIu64 " but the "
+			 "device reports %" PRIu64 " (did something else "
+			 "freeze, commit or abort it?)", e->name, e->epoch,
+			 st.frozen_epoch);
+		return -ESTALE;
+	}
+	e->base = st.committed_epoch;
+	e->block_size = st.block_size;
+	e->nr_blocks = st.nr_blocks;
+	e->dirty_blocks = st.dirty_frozen;
+	/*
+	 * The tracking id names the epoch sequence: a tracker set up again
+	 * starts new epochs and gets a new id, so a replica's state file
+	 * cannot mistake its epoch 3 for the old one's.
+	 */
+	snprintf(e->source_id, sizeof(e->source_id), "%s",
+		 st.track_id[0] ? st.track_id : track_dm_uuid(dm)[0] ?
+		 track_dm_uuid(dm) : e->name);
+	return 0;
+fail:
+	if (e->lock_fd >= 0)
+		close(e->lock_fd);
+	e->lock_fd = -1;
+	track_dm_close(dm);
+	return ret;
+}
+
+int ds_epoch_for_each(struct ds_epoch *e,
+		      int (*fn)(uint64_t first, uint64_t count, void *arg),
+		      void *arg, char *msg, size_t msglen)
+{
+	int ret = track_dm_for_each_extent(e->dm, TRACK_DM_FROZEN, fn, arg);
+
+	if (ret)
+		snprintf(msg, msglen, "%s: reading the frozen set failed: %s",
+			 e->name, dm_hint(ret));
+	return ret;
+}
+
+int ds_epoch_commit(struct ds_epoch *e)
+{
+	int ret = track_dm_commit(e->dm, e->epoch);
+
+	if (ret)
+		ds_err("%s: committing epoch %" PRIu64 " failed: %s; the "
+		       "replica has the blocks, the next sync sends them "
+		       "again", e->name, e->epoch, ret == -ESTALE ?
+		       "it is no longer the frozen epoch" : dm_hint(ret));
+	return ret;
+}
+
+int ds_epoch_abort(struct ds_epoch *e)
+{
+	int ret = track_dm_abort(e->dm, e->epoch);
+
+	if (ret == -ESTALE)
+		ds_err("%s: epoch %" PRIu64 " was no longer frozen; nothing "
+		       "to abort", e->name, e->epoch);
+	else if (ret)
+		ds_err("%s: aborting epoch %" PRIu64 " failed: %s; it stays "
+		       "frozen and the next extraction merges it", e->name,
+		       e->epoch, dm_hint(ret));
+	return ret;
+}
+
+void ds_epoch_close(struct ds_epoch *e)
+{
+	if (e->dm)
+		track_dm_close(e->dm);
+	e->dm = NULL;
+	if (e->lock_fd >= 0)
+		close(e->lock_fd);
+	e->lock_fd = -1;
+}

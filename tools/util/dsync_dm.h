@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The flow shared by dmextract and dmsync: options, the frozen epoch of a
+ * dm-track device, and running an extraction into a descriptor.
+ */
+#ifndef DSYNC_DM_H
+#define DSYNC_DM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libtrack.h>
+
+#include "dsync_util.h"
+
+struct ds_opts {
+	const char *name;	/* dm-track device */
+	const char *device;	/* --device PATH */
+	const char *dirty;	/* --dirty FILE */
+	const char *source_id;
+	const char *output;	/* dmextract -o */
+	uint32_t block_size;
+	uint64_t base_epoch;
+	uint64_t new_epoch;
+	int level;		/* 0 = no compression */
+	bool all;
+	bool no_commit;
+	bool verbose;
+	enum ds_progress_mode progress;
+};
+
+/* A frozen epoch of a dm-track device. */
+struct ds_epoch {
+	struct track_dm *dm;	/* NULL: nothing frozen */
+	int lock_fd;		/* flock()ed: one extraction at a time */
+	char name[128];		/* dm name */
+	char path[4096];	/* the device node to read */
+	uint64_t epoch;		/* the frozen epoch */
+	uint64_t base;		/* committed epoch when it was frozen */
+	uint32_t block_size;
+	uint64_t nr_blocks;
+	uint64_t dirty_blocks;	/* in the frozen set */
+	char source_id[TRACK_STREAM_ID_MAX + 1];
+};
+
+/* Is NAME a dm-track device we can drive? (Nothing is changed.) */
+int ds_dm_probe(const char *name, char *msg, size_t msglen);
+
+/* Open dm-track device NAME and freeze its active set. */
+int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
+		    size_t msglen);
+/* Call FN for each run of the frozen set. */
+int ds_epoch_for_each(struct ds_epoch *e,
+		      int (*fn)(uint64_t first, uint64_t count, void *arg),
+		      void *arg, char *msg, size_t msglen);
+/* Commit (the replica has the blocks) or abort (they stay dirty), and
+ * close. Both print their own messages. */
+int ds_epoch_commit(struct ds_epoch *e);
+int ds_epoch_abort(struct ds_epoch *e);
+void ds_epoch_close(struct ds_epoch *e);
+
+/*
+ * Extract what O asks for as a stream into OUT. With a dm-track device the
+ * epoch is frozen into *EP and left frozen for the caller to commit or
+ * abort (also on failure: EP->dm is then set if the freeze happened).
+ * Prints its own messages; returns 0 or a negative errno value.
+ */
+int ds_run_extract(const struct ds_opts *o, int out, struct ds_epoch *ep,
+		   struct track_stream_totals *t);
+
+/* "dmextract: 12 data blocks (48.0 KiB), ..." */
+void ds_print_totals(const struct track_stream_totals *t, double secs);
+
+#endif /* DSYNC_DM_H */
