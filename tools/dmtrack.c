@@ -43,7 +43,7 @@ static void fail(const char *what, const char *name, int err)
 	switch (-err) {
 	case ENODEV:
 	case ENXIO:
-		hint = "no such device-mapper device ('dmsetup ls' lists them)";
+		hint = "no such device-mapper device ('dmsetup ls' lists them; is device-mapper in this kernel?)";
 		break;
 	case EMEDIUMTYPE:
 		hint = "not a dm-track device (its table does not use the 'track' target)";

@@ -54,6 +54,20 @@ static int task_error(struct dm_task *dmt)
 	return e > 0 ? -e : -EIO;
 }
 
+/*
+ * dm_task_create() fails when it cannot talk to the kernel as well as when
+ * memory is short; tell the two apart for the caller.
+ */
+static int task_create_error(void)
+{
+	int fd = open("/dev/mapper/control", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)	/* ENOENT, ENODEV: no device-mapper; EACCES: not root */
+		return errno == ENOENT || errno == ENXIO ? -ENODEV : -errno;
+	close(fd);
+	return -ENOMEM;
+}
+
 static struct dm_task *task_for(int type, const struct track_dm *dm)
 {
 	struct dm_task *dmt = dm_task_create(type);
@@ -116,7 +130,7 @@ TRACK_EXPORT int track_dm_create(const char *name,
 	/* libdevmapper loses the errno of a failed create: check first. */
 	dmt = dm_task_create(DM_DEVICE_INFO);
 	if (!dmt)
-		return -ENOMEM;
+		return task_create_error();
 	if (dm_task_set_name(dmt, name) && dm_task_run(dmt) &&
 	    dm_task_get_info(dmt, &info) && info.exists) {
 		dm_task_destroy(dmt);
@@ -126,7 +140,7 @@ TRACK_EXPORT int track_dm_create(const char *name,
 
 	dmt = dm_task_create(DM_DEVICE_CREATE);
 	if (!dmt)
-		return -ENOMEM;
+		return task_create_error();
 	if (!dm_task_set_name(dmt, name) ||
 	    (p->uuid && !dm_task_set_uuid(dmt, p->uuid)) ||
 	    !dm_task_add_target(dmt, 0, length, "track", params) ||
@@ -151,7 +165,7 @@ TRACK_EXPORT int track_dm_remove(const char *name)
 	dm_setup();
 	dmt = dm_task_create(DM_DEVICE_REMOVE);
 	if (!dmt)
-		return -ENOMEM;
+		return task_create_error();
 	if (!dm_task_set_name(dmt, name) ||
 	    !dm_task_set_cookie(dmt, &cookie, 0)) {
 		dm_task_destroy(dmt);
@@ -181,7 +195,7 @@ TRACK_EXPORT int track_dm_open(const char *name, struct track_dm **dmp)
 
 	dmt = dm_task_create(DM_DEVICE_TABLE);
 	if (!dmt)
-		return -ENOMEM;
+		return task_create_error();
 	/* A dm uuid usually has a prefix ("LVM-", "CRYPT-"); try names first. */
 	if (!dm_task_set_name(dmt, name)) {
 		r = -ENOMEM;
@@ -192,7 +206,7 @@ TRACK_EXPORT int track_dm_open(const char *name, struct track_dm **dmp)
 		dm_task_destroy(dmt);
 		dmt = dm_task_create(DM_DEVICE_TABLE);
 		if (!dmt)
-			return -ENOMEM;
+			return task_create_error();
 		if (!dm_task_set_uuid(dmt, name)) {
 			r = -ENOMEM;
 			goto out;
@@ -305,7 +319,7 @@ TRACK_EXPORT int track_dm_status(struct track_dm *dm,
 
 	dmt = task_for(DM_DEVICE_STATUS, dm);
 	if (!dmt)
-		return -ENOMEM;
+		return task_create_error();
 	if (!dm_task_run(dmt)) {
 		r = task_error(dmt);
 		goto out;
@@ -331,7 +345,7 @@ static int dm_message(struct track_dm *dm, const char *msg, char *resp,
 
 	dmt = task_for(DM_DEVICE_TARGET_MSG, dm);
 	if (!dmt)
-		return -ENOMEM;
+		return task_create_error();
 	if (!dm_task_set_sector(dmt, 0) || !dm_task_set_message(dmt, msg)) {
 		r = -ENOMEM;
 		goto out;
