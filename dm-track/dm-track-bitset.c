@@ -61,7 +61,7 @@ struct track_bitset *track_bitset_create(u64 nr_blocks, bool full)
 	bs->nr_blocks = nr_blocks;
 	bs->nr_leaves = DIV_ROUND_UP_ULL(nr_blocks, TRACK_LEAF_BITS);
 	bs->leaves = kvcalloc(max_t(u64, bs->nr_leaves, 1),
-			      sizeof(*bs->leaves), GFP_KERNEL);
+			      sizeof(*bs->leaves), GFP_KERNEL | __GFP_NOWARN);
 	if (!bs->leaves) {
 		kfree(bs);
 		return NULL;

@@ -36,6 +36,7 @@
 #define TRACK_MD_CSUM_SEED	0x1e57ed41
 
 #define TRACK_MD_CLEAN		BIT(0)		/* suspended cleanly */
+#define TRACK_MD_INVALID	BIT(1)		/* do not trust: all dirty */
 
 /* A slot: the blocks one metadata block of bitmap describes. */
 #define TRACK_MD_SLOT_BITS	(TRACK_MD_BLOCK * BITS_PER_BYTE)
@@ -88,6 +89,7 @@ struct track_disk_table {
 } __packed;
 
 struct track_metadata {
+	struct track_c *tc;
 	struct dm_dev *dev;
 	struct dm_io_client *io;
 	const char *name;
@@ -117,6 +119,19 @@ struct track_metadata {
 	struct bio_list deferred;
 	struct work_struct work;
 	struct workqueue_struct *wq;
+
+	/*
+	 * Writes in flight, counted per checkpoint generation: a checkpoint
+	 * waits for those admitted before it began to complete, so that
+	 * their completion marks are in the set it writes.
+	 */
+	unsigned int gen;
+	atomic_t inflight[2];
+	wait_queue_head_t wait;
+
+	/* After a failed write: mark the stored state invalid. */
+	struct work_struct fail_work;
+	struct track_disk_sb *fail_sb;
 
 	/* Used by the holder of io_lock only. */
 	struct mutex io_lock;		/* one writer of the intent map */
@@ -174,6 +189,7 @@ static void md_fail(struct track_metadata *md, const char *what, int r)
 
 	DMERR("%s: metadata %s failed (%d): tracking in memory only",
 	      md->name, what, r);
+	queue_work(md->wq, &md->fail_work);
 	while ((bio = bio_list_pop(&bios)))
 		dm_submit_bio_remap(bio, NULL);
 }
@@ -207,12 +223,37 @@ static void bio_regions(struct track_metadata *md, u64 first, u64 last,
 	*r1 = last >> md->region_shift;
 }
 
-static bool regions_on_disk(struct track_metadata *md, u64 r0, u64 r1)
+static bool all_set(const unsigned long *map, u64 r0, u64 r1)
 {
-	for (; r0 <= r1; r0++)
-		if (!test_bit(r0, md->intent_disk))
-			return false;
-	return true;
+	return find_next_zero_bit(map, r1 + 1, r0) > r1;
+}
+
+/* Count a write in the current checkpoint generation. */
+static void count_write(struct track_metadata *md, struct track_bio *tb)
+{
+	unsigned int gen;
+
+	for (;;) {
+		gen = READ_ONCE(md->gen);
+		atomic_inc(&md->inflight[gen]);
+		/* The count is visible before we look at gen again. */
+		smp_mb__after_atomic();
+		/* Pairs with smp_store_release() in the checkpoint. */
+		if (smp_load_acquire(&md->gen) == gen)
+			break;
+		if (atomic_dec_and_test(&md->inflight[gen]))
+			wake_up(&md->wait);
+	}
+	tb->gen = gen;
+	tb->counted = true;
+}
+
+void track_metadata_write_done(struct track_c *tc, struct track_bio *tb)
+{
+	struct track_metadata *md = tc->md;
+
+	if (atomic_dec_and_test(&md->inflight[tb->gen]))
+		wake_up(&md->wait);
 }
 
 /*
@@ -220,30 +261,22 @@ static bool regions_on_disk(struct track_metadata *md, u64 r0, u64 r1)
  * touches is recorded on disk, else DM_MAPIO_SUBMITTED with the bio queued
  * until the worker has written the missing bits.
  */
-int track_metadata_admit(struct track_c *tc, struct bio *bio, u64 first,
-			 u64 last)
+int track_metadata_admit(struct track_c *tc, struct bio *bio,
+			 struct track_bio *tb)
 {
 	struct track_metadata *md = tc->md;
 	unsigned long flags;
 	bool ready = true;
-	u64 r, r0, r1;
+	u64 r0, r1;
 
 	if (READ_ONCE(md->state) != TRACK_PERSIST_OK)
 		return DM_MAPIO_REMAPPED;
 
-	bio_regions(md, first, last, &r0, &r1);
-
-	/*
-	 * Pairs with the barrier in track_metadata_checkpoint(): either the
-	 * checkpoint's snapshot sees the bits this write just marked, or this
-	 * write sees that intent_since was reset and records itself anew.
-	 */
+	count_write(md, tb);
+	bio_regions(md, tb->first, tb->last, &r0, &r1);
+	/* The marks of this write are visible before intent is checked. */
 	smp_mb();
-	for (r = r0; r <= r1; r++)
-		if (!test_bit(r, md->intent_since) ||
-		    !test_bit(r, md->intent_disk))
-			break;
-	if (r > r1)
+	if (all_set(md->intent_since, r0, r1) && all_set(md->intent_disk, r0, r1))
 		return DM_MAPIO_REMAPPED;
 
 	spin_lock_irqsave(&md->lock, flags);
@@ -251,15 +284,12 @@ int track_metadata_admit(struct track_c *tc, struct bio *bio, u64 first,
 		spin_unlock_irqrestore(&md->lock, flags);
 		return DM_MAPIO_REMAPPED;
 	}
-	for (r = r0; r <= r1; r++) {
-		__set_bit(r, md->intent_since);
-		if (!test_bit(r, md->intent_disk)) {
-			__set_bit(r, md->intent_want);
-			ready = false;
-		}
-	}
-	if (!ready)
+	bitmap_set(md->intent_since, r0, r1 - r0 + 1);
+	if (!all_set(md->intent_disk, r0, r1)) {
+		bitmap_set(md->intent_want, r0, r1 - r0 + 1);
 		bio_list_add(&md->deferred, bio);
+		ready = false;
+	}
 	spin_unlock_irqrestore(&md->lock, flags);
 
 	if (ready)
@@ -332,7 +362,7 @@ static void intent_flush(struct track_metadata *md)
 		struct track_bio *tb = dm_per_bio_data(bio, sizeof(*tb));
 
 		bio_regions(md, tb->first, tb->last, &r0, &r1);
-		bio_list_add(regions_on_disk(md, r0, r1) ? &ready : &wait,
+		bio_list_add(all_set(md->intent_disk, r0, r1) ? &ready : &wait,
 			     bio);
 	}
 	md->deferred = wait;
@@ -509,11 +539,9 @@ static int write_sets(struct track_metadata *md, struct track_bitset *active,
 		     md->table_start, md->table_blocks, md->table_buf, true);
 }
 
-static int write_sb(struct track_metadata *md, struct track_c *tc,
-		    u32 flags)
+static void fill_sb(struct track_metadata *md, struct track_c *tc,
+		    struct track_disk_sb *sb, u32 flags)
 {
-	struct track_disk_sb *sb = md->sb;
-
 	memset(sb, 0, TRACK_MD_BLOCK);
 	sb->magic = cpu_to_le32(TRACK_MD_MAGIC);
 	sb->version = cpu_to_le32(TRACK_MD_VERSION);
@@ -522,8 +550,8 @@ static int write_sb(struct track_metadata *md, struct track_c *tc,
 	sb->nr_blocks = cpu_to_le64(md->nr_blocks);
 	sb->block_sectors = cpu_to_le32(md->block_sectors);
 	sb->region_sectors = cpu_to_le32(md->region_sectors);
-	sb->epoch = cpu_to_le64(tc->epoch);
-	sb->committed_epoch = cpu_to_le64(tc->committed_epoch);
+	sb->epoch = cpu_to_le64(READ_ONCE(tc->epoch));
+	sb->committed_epoch = cpu_to_le64(READ_ONCE(tc->committed_epoch));
 	sb->generation = cpu_to_le64(++md->generation);
 	sb->intent_start = cpu_to_le64(md->intent_start);
 	sb->intent_blocks = cpu_to_le64(md->intent_blocks);
@@ -533,7 +561,44 @@ static int write_sb(struct track_metadata *md, struct track_c *tc,
 	sb->nr_slots = cpu_to_le64(md->nr_slots);
 	sb->csum = cpu_to_le32(md_csum(&sb->magic, TRACK_MD_BLOCK -
 				       sizeof(sb->csum)));
-	return md_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, 0, 1, sb, false);
+}
+
+/*
+ * Write the superblock; called with io_lock held, which orders it after
+ * the invalid superblock of a failure (fail_worker) can never be
+ * overwritten by a valid one.
+ */
+static int write_sb(struct track_metadata *md, struct track_c *tc,
+		    u32 flags)
+{
+	lockdep_assert_held(&md->io_lock);
+	if (READ_ONCE(md->state) != TRACK_PERSIST_OK)
+		return -EIO;
+	fill_sb(md, tc, md->sb, flags);
+	return md_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, 0, 1, md->sb,
+		     false);
+}
+
+/*
+ * A metadata write failed: the stored set and intent map may be missing
+ * writes from now on, so mark them invalid (every block dirty on the next
+ * load), if the device still takes that one write.
+ */
+static void fail_worker(struct work_struct *ws)
+{
+	struct track_metadata *md = container_of(ws, struct track_metadata,
+						 fail_work);
+
+	mutex_lock(&md->io_lock);
+	fill_sb(md, md->tc, md->fail_sb, TRACK_MD_INVALID);
+	if (md_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, 0, 1, md->fail_sb,
+		  false))
+		DMERR("%s: cannot mark the metadata invalid: its set may be stale",
+		      md->name);
+	else
+		DMERR("%s: metadata marked invalid: the next load marks every block dirty",
+		      md->name);
+	mutex_unlock(&md->io_lock);
 }
 
 /*
@@ -544,17 +609,28 @@ static int write_sb(struct track_metadata *md, struct track_c *tc,
 int track_metadata_checkpoint(struct track_c *tc, bool clean)
 {
 	struct track_metadata *md = tc->md;
+	unsigned int old;
 	int r;
 
 	lockdep_assert_held(&tc->lock);
 	if (READ_ONCE(md->state) != TRACK_PERSIST_OK)
 		return -EIO;
 
+	/*
+	 * A new generation: writes admitted from now on record their regions
+	 * in intent_since anew. Those admitted before mark their blocks again
+	 * when they complete; wait for that, so the set written below has
+	 * them even if their frozen epoch was just committed.
+	 */
 	spin_lock_irq(&md->lock);
 	bitmap_zero(md->intent_since, md->nr_regions);
+	old = md->gen;
+	/* intent_since is zero before anyone sees the new generation. */
+	smp_store_release(&md->gen, !old);
 	spin_unlock_irq(&md->lock);
-	/* Pairs with the barrier in track_metadata_admit(). */
+	/* The new generation is visible before the old count is read. */
 	smp_mb();
+	wait_event(md->wait, !atomic_read(&md->inflight[old]));
 
 	r = write_sets(md, rcu_dereference_protected(tc->active,
 						     lockdep_is_held(&tc->lock)),
@@ -809,7 +885,17 @@ int track_metadata_load(struct track_c *tc)
 	nr_blocks = le64_to_cpu(sb->nr_blocks);
 	flags = le32_to_cpu(sb->flags);
 	same = nr_blocks == md->nr_blocks &&
-	       le32_to_cpu(sb->region_sectors) == md->region_sectors;
+	       le32_to_cpu(sb->region_sectors) == md->region_sectors &&
+	       !(flags & TRACK_MD_INVALID);
+
+	if (flags & TRACK_MD_INVALID) {
+		DMWARN("%s: metadata marked invalid by an I/O error: all dirty",
+		       md->name);
+		bs = track_bitset_create(md->nr_blocks, true);
+		if (!bs)
+			return -ENOMEM;
+		goto install;
+	}
 
 	bs = track_bitset_create(nr_blocks, false);
 	if (!bs)
@@ -833,21 +919,41 @@ int track_metadata_load(struct track_c *tc)
 		DMWARN("%s: not shut down cleanly: %llu write-intent regions are dirty",
 		       md->name, regions);
 	if (nr_blocks != md->nr_blocks) {
+		struct track_bitset *nbs;
+
 		DMINFO("%s: device size changed from %llu to %llu blocks",
 		       md->name, nr_blocks, md->nr_blocks);
-		bs = track_bitset_resize(bs, md->nr_blocks, true);
-		if (!bs)
+		nbs = track_bitset_resize(bs, md->nr_blocks, true);
+		if (!nbs) {
+			track_bitset_destroy(bs);
 			return -ENOMEM;
+		}
+		bs = nbs;
 	}
 
+install:
 	mutex_lock(&tc->lock);
 	memcpy(&tc->id, sb->uuid, sizeof(tc->id));
+	/* freeze writes the epoch first, so none is ever handed out twice */
 	tc->epoch = le64_to_cpu(sb->epoch) + 1;
 	tc->committed_epoch = le64_to_cpu(sb->committed_epoch);
 	md->generation = le64_to_cpu(sb->generation);
 	mutex_unlock(&tc->lock);
 	install_set(tc, bs);
-	return same;
+	if (same)
+		return 1;
+
+	/*
+	 * The caller writes a checkpoint in the current layout, over the old
+	 * one: mark the old one invalid first, so a crash in between loads
+	 * everything dirty rather than a mix.
+	 */
+	mutex_lock(&md->io_lock);
+	r = write_sb(md, tc, TRACK_MD_INVALID);
+	mutex_unlock(&md->io_lock);
+	if (r)
+		md_fail(md, "superblock update", r);
+	return 0;
 }
 
 /*
@@ -871,6 +977,7 @@ void track_metadata_close(struct track_metadata *md)
 	vfree(md->buf);
 	kfree(md->slot_tmp);
 	kfree(md->sb);
+	kfree(md->fail_sb);
 	kfree(md);
 }
 
@@ -890,6 +997,7 @@ int track_metadata_open(struct track_c *tc, struct dm_dev *dev,
 		*error = "Cannot allocate metadata context";
 		return -ENOMEM;
 	}
+	md->tc = tc;
 	md->dev = dev;
 	md->name = dm_device_name(dm_table_get_md(tc->ti->table));
 	md->state = TRACK_PERSIST_OK;
@@ -909,7 +1017,21 @@ int track_metadata_open(struct track_c *tc, struct dm_dev *dev,
 	spin_lock_init(&md->lock);
 	bio_list_init(&md->deferred);
 	INIT_WORK(&md->work, intent_worker);
+	INIT_WORK(&md->fail_work, fail_worker);
+	init_waitqueue_head(&md->wait);
+	atomic_set(&md->inflight[0], 0);
+	atomic_set(&md->inflight[1], 0);
 	mutex_init(&md->io_lock);
+
+	if (md->nr_regions > TRACK_MD_MAX_REGIONS) {
+		DMERR("%s: region_size %u gives %llu regions; at most %u: use %llu sectors or more",
+		      md->name, md->region_sectors, md->nr_regions,
+		      TRACK_MD_MAX_REGIONS,
+		      (u64)track_metadata_default_region(tc));
+		*error = "region_size too small for this device (the kernel log says the minimum)";
+		kfree(md);
+		return -EINVAL;
+	}
 
 	needed = (md->slots_start + md->nr_slots) * TRACK_MD_BLOCK_SECTORS;
 	if (bdev_nr_sectors(dev->bdev) < needed) {
@@ -930,9 +1052,11 @@ int track_metadata_open(struct track_c *tc, struct dm_dev *dev,
 	md->buf = vmalloc(TRACK_MD_BATCH * TRACK_MD_BLOCK);
 	md->slot_tmp = kmalloc(TRACK_MD_BLOCK, GFP_KERNEL);
 	md->sb = kmalloc(TRACK_MD_BLOCK, GFP_KERNEL);
+	md->fail_sb = kmalloc(TRACK_MD_BLOCK, GFP_KERNEL);
 	if (!md->intent_disk || !md->intent_since || !md->intent_want ||
 	    !md->intent_writing || !md->intent_scratch || !md->intent_buf ||
-	    !md->table_buf || !md->buf || !md->slot_tmp || !md->sb) {
+	    !md->table_buf || !md->buf || !md->slot_tmp || !md->sb ||
+	    !md->fail_sb) {
 		*error = "Cannot allocate metadata buffers";
 		goto bad;
 	}

@@ -50,6 +50,10 @@ static int track_dump_start(struct netlink_callback *cb)
 
 	BUILD_BUG_ON(sizeof(*ctx) > sizeof(cb->ctx));
 
+	/* GENL_ADMIN_PERM checks CAP_NET_ADMIN; the sets are dm's business. */
+	if (!netlink_capable(cb->skb, CAP_SYS_ADMIN))
+		return -EPERM;
+
 	if (info->attrs[DM_TRACK_ATTR_DEV_NAME])
 		name = nla_data(info->attrs[DM_TRACK_ATTR_DEV_NAME]);
 	if (info->attrs[DM_TRACK_ATTR_DEV_UUID])
@@ -117,10 +121,11 @@ static int track_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		goto cancel;
 
 	/* As many extents as fit in what is left of this message. */
-	if (skb_tailroom(skb) < nla_total_size(sizeof(*ext)))
+	if (skb_tailroom(skb) < nla_total_size_64bit(sizeof(*ext)))
 		goto cancel;
-	room = (skb_tailroom(skb) - nla_total_size(0)) / sizeof(*ext);
-	attr = nla_reserve(skb, DM_TRACK_ATTR_EXTENTS, room * sizeof(*ext));
+	room = (skb_tailroom(skb) - nla_total_size_64bit(0)) / sizeof(*ext);
+	attr = nla_reserve_64bit(skb, DM_TRACK_ATTR_EXTENTS,
+				 room * sizeof(*ext), DM_TRACK_ATTR_PAD);
 	if (!attr)
 		goto cancel;
 	ext = nla_data(attr);
@@ -164,7 +169,6 @@ static struct genl_family track_genl_family __ro_after_init = {
 	.module = THIS_MODULE,
 	.ops = track_genl_ops,
 	.n_ops = ARRAY_SIZE(track_genl_ops),
-	.resv_start_op = DM_TRACK_CMD_GET_EXTENTS + 1,
 	.netnsok = false,
 };
 

@@ -18,6 +18,7 @@
 #include <linux/dm-ioctl.h>
 #include <linux/module.h>
 #include <linux/rcupdate.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -64,25 +65,11 @@ static const char *track_name(struct track_c *tc)
  * Epochs
  *--------------------------------------------------------------
  */
-static int track_freeze(struct track_c *tc, u64 *epoch)
-{
-	struct track_bitset *fresh, *old;
-
-	fresh = track_bitset_create(tc->nr_blocks, false);
-	if (!fresh)
-		return -ENOMEM;
-
-	mutex_lock(&tc->lock);
-	old = swap_active(tc, fresh);
-	if (tc->frozen)
-		track_bitset_merge(tc->frozen, old);
-	else
-		tc->frozen = old;
-	tc->frozen_epoch = tc->epoch++;
-	*epoch = tc->frozen_epoch;
-	mutex_unlock(&tc->lock);
-	return 0;
-}
+/*
+ * The message operations run with tc->lock held, on a target that is live
+ * or suspended, in a memalloc_noio scope: a suspended device must not be
+ * written to by reclaim.
+ */
 
 /* Persist after a change to the sets; failures are logged, not returned. */
 static void track_persist(struct track_c *tc)
@@ -91,14 +78,32 @@ static void track_persist(struct track_c *tc)
 		track_metadata_checkpoint(tc, tc->state == TRACK_SUSPENDED);
 }
 
+static int track_freeze(struct track_c *tc, u64 *epoch)
+{
+	struct track_bitset *fresh, *old;
+
+	fresh = track_bitset_create(tc->nr_blocks, false);
+	if (!fresh)
+		return -ENOMEM;
+
+	old = swap_active(tc, fresh);
+	if (tc->frozen)
+		track_bitset_merge(tc->frozen, old);
+	else
+		tc->frozen = old;
+	tc->frozen_epoch = tc->epoch++;
+	*epoch = tc->frozen_epoch;
+	/* The epoch is on disk before anyone can commit it. */
+	if (tc->md)
+		track_metadata_set_clean(tc, tc->state == TRACK_SUSPENDED);
+	return 0;
+}
+
 static int track_commit(struct track_c *tc, bool has_epoch, u64 epoch,
 			bool commit)
 {
-	mutex_lock(&tc->lock);
-	if (!tc->frozen || (has_epoch && epoch != tc->frozen_epoch)) {
-		mutex_unlock(&tc->lock);
+	if (!tc->frozen || (has_epoch && epoch != tc->frozen_epoch))
 		return -ESTALE;
-	}
 
 	if (commit) {
 		track_bitset_destroy(tc->frozen);
@@ -110,7 +115,6 @@ static int track_commit(struct track_c *tc, bool has_epoch, u64 epoch,
 	tc->frozen_epoch = 0;
 	if (commit)
 		track_persist(tc);
-	mutex_unlock(&tc->lock);
 	return 0;
 }
 
@@ -123,7 +127,6 @@ static int track_reset(struct track_c *tc, bool full)
 	if (!fresh)
 		return -ENOMEM;
 
-	mutex_lock(&tc->lock);
 	track_bitset_destroy(swap_active(tc, fresh));
 	if (!full) {
 		track_bitset_destroy(tc->frozen);
@@ -131,7 +134,6 @@ static int track_reset(struct track_c *tc, bool full)
 		tc->frozen_epoch = 0;
 	}
 	track_persist(tc);
-	mutex_unlock(&tc->lock);
 	return 0;
 }
 
@@ -141,16 +143,28 @@ static int track_reset(struct track_c *tc, bool full)
  *--------------------------------------------------------------
  */
 
+static void track_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct track_c, ref));
+}
+
+/* Live or suspended: the only states in which messages and dumps act. */
+bool track_ready(struct track_c *tc)
+{
+	return tc->state == TRACK_LIVE || tc->state == TRACK_SUSPENDED;
+}
+
 /*
- * Find a live track device by dm name or uuid, or any by serial, and return
+ * Find a ready track device by dm name or uuid, or any by serial, and return
  * it with its lock held; release with track_unlock(). ERR_PTR(-ENODEV) if
- * there is none (or it was reloaded since the serial was handed out).
+ * there is none (or it was reloaded or removed since the serial was handed
+ * out). The global lock is not held while waiting for the device's lock.
  */
 struct track_c *track_lookup_lock(const char *name, const char *uuid,
 				  u64 serial)
 {
 	char dm_name[DM_NAME_LEN], dm_uuid[DM_UUID_LEN];
-	struct track_c *tc;
+	struct track_c *tc, *found = NULL;
 
 	mutex_lock(&track_devices_lock);
 	list_for_each_entry(tc, &track_devices, list) {
@@ -169,91 +183,111 @@ struct track_c *track_lookup_lock(const char *name, const char *uuid,
 			if (uuid && strcmp(uuid, dm_uuid))
 				continue;
 		}
-
-		mutex_lock(&tc->lock);
-		mutex_unlock(&track_devices_lock);
-		if (tc->state != TRACK_LIVE && tc->state != TRACK_SUSPENDED) {
-			mutex_unlock(&tc->lock);
-			return ERR_PTR(-ENODEV);
-		}
-		return tc;
+		kref_get(&tc->ref);
+		found = tc;
+		break;
 	}
 	mutex_unlock(&track_devices_lock);
-	return ERR_PTR(-ENODEV);
+	if (!found)
+		return ERR_PTR(-ENODEV);
+
+	mutex_lock(&found->lock);
+	if (!track_ready(found)) {
+		track_unlock(found);
+		return ERR_PTR(-ENODEV);
+	}
+	return found;
 }
 
 void track_unlock(struct track_c *tc)
 {
 	mutex_unlock(&tc->lock);
+	kref_put(&tc->ref, track_release);
+}
+
+/* Does OLD track the same blocks of the same device as TC? */
+static bool same_geometry(struct track_c *tc, struct track_c *old)
+{
+	return old->dev->bdev == tc->dev->bdev && old->start == tc->start &&
+	       old->block_shift == tc->block_shift &&
+	       old->ti->begin == tc->ti->begin;
 }
 
 /*
  * A table reload constructs a new target while the old one is still live;
  * when the new table is resumed, the old one has been suspended and the new
  * one takes over its sets and epochs here, resized if the device changed
- * size. *TAKEN says whether there was an old table.
+ * size. This cannot fail: when the old sets do not fit (another device,
+ * offset or block size) or there is no memory to resize them, every block
+ * is marked dirty instead. Returns whether there was an old table.
  */
-static int track_take_over(struct track_c *tc, bool *taken)
+static bool track_take_over(struct track_c *tc)
 {
 	struct mapped_device *md = dm_table_get_md(tc->ti->table);
 	struct track_bitset *active = NULL, *frozen = NULL;
+	const char *lost = NULL;
 	struct track_c *old;
-	bool lost_frozen = false;
-	int r = 0;
+	bool taken = false;
 
-	*taken = false;
 	mutex_lock(&track_devices_lock);
 	list_for_each_entry(old, &track_devices, list) {
 		if (old == tc || dm_table_get_md(old->ti->table) != md)
 			continue;
 
 		mutex_lock(&old->lock);
-		if (old->state != TRACK_SUSPENDED && old->state != TRACK_LIVE) {
+		if (!track_ready(old)) {
 			mutex_unlock(&old->lock);
 			continue;
 		}
-		active = track_bitset_resize(active_set(old), tc->nr_blocks,
-					     true);
-		if (!active) {
-			mutex_unlock(&old->lock);
-			r = -ENOMEM;
-			break;
-		}
-		RCU_INIT_POINTER(old->active, NULL);
-		if (old->frozen) {
-			frozen = track_bitset_resize(old->frozen, tc->nr_blocks,
-						     false);
-			if (!frozen) {
-				/* Never drop a block: everything is dirty. */
-				track_bitset_destroy(old->frozen);
-				track_bitset_mark(active, 0, tc->nr_blocks - 1,
-						  GFP_KERNEL);
-				lost_frozen = true;
+		taken = true;
+		if (!same_geometry(tc, old)) {
+			lost = "the device, offset or block size changed";
+		} else {
+			/* A resize that succeeds consumes the old set. */
+			active = track_bitset_resize(active_set(old),
+						     tc->nr_blocks, true);
+			if (active)
+				RCU_INIT_POINTER(old->active, NULL);
+			if (active && old->frozen) {
+				frozen = track_bitset_resize(old->frozen,
+							     tc->nr_blocks,
+							     false);
+				if (frozen)
+					old->frozen = NULL;
 			}
-			old->frozen = NULL;
+			if (!active || old->frozen)
+				lost = "no memory to resize the dirty sets";
 		}
-		tc->epoch = old->epoch;
-		tc->frozen_epoch = frozen ? old->frozen_epoch : 0;
-		tc->committed_epoch = old->committed_epoch;
-		tc->id = old->id;
+		if (!lost) {
+			tc->epoch = old->epoch;
+			tc->frozen_epoch = frozen ? old->frozen_epoch : 0;
+			tc->committed_epoch = old->committed_epoch;
+			tc->id = old->id;
+		}
 		WRITE_ONCE(old->state, TRACK_HANDED_OVER);
 		mutex_unlock(&old->lock);
-		*taken = true;
 		break;
 	}
 	mutex_unlock(&track_devices_lock);
 
-	if (!*taken)
-		return r;
+	if (!taken)
+		return false;
 
 	mutex_lock(&tc->lock);
-	track_bitset_destroy(swap_active(tc, active));
-	tc->frozen = frozen;
+	if (lost) {
+		/* Never drop a block: everything is dirty, a new state id. */
+		track_bitset_destroy(active);
+		track_bitset_destroy(frozen);
+		track_bitset_mark(active_set(tc), 0, tc->nr_blocks - 1,
+				  GFP_NOWAIT);
+		DMWARN("%s: reload: %s: every block is dirty",
+		       track_name(tc), lost);
+	} else {
+		track_bitset_destroy(swap_active(tc, active));
+		tc->frozen = frozen;
+	}
 	mutex_unlock(&tc->lock);
-	if (lost_frozen)
-		DMWARN("%s: no memory to keep the frozen set apart on reload: every block is dirty",
-		       track_name(tc));
-	return 0;
+	return true;
 }
 
 /*
@@ -272,11 +306,12 @@ static void track_destroy(struct track_c *tc)
 	if (tc->dev)
 		dm_put_device(tc->ti, tc->dev);
 	track_bitset_destroy(rcu_access_pointer(tc->active));
+	RCU_INIT_POINTER(tc->active, NULL);
 	track_bitset_destroy(tc->frozen);
+	tc->frozen = NULL;
 	for (i = 0; i < tc->argc; i++)
 		kfree(tc->argv[i]);
 	kfree(tc->argv);
-	kfree(tc);
 }
 
 static int parse_block_size(struct track_c *tc, const char *arg, char **error)
@@ -383,6 +418,7 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	tc->ti = ti;
 	mutex_init(&tc->lock);
 	INIT_LIST_HEAD(&tc->list);
+	kref_init(&tc->ref);
 
 	tc->argv = kcalloc(argc, sizeof(*tc->argv), GFP_KERNEL);
 	if (!tc->argv) {
@@ -430,8 +466,9 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	tc->nr_blocks = DIV_ROUND_UP_ULL(ti->len, 1ULL << tc->block_shift);
 	tc->epoch = 1;
 	uuid_gen(&tc->id);
-	tc->active = track_bitset_create(tc->nr_blocks, !tc->start_clean);
-	if (!tc->active) {
+	RCU_INIT_POINTER(tc->active,
+			 track_bitset_create(tc->nr_blocks, !tc->start_clean));
+	if (!rcu_access_pointer(tc->active)) {
 		ti->error = "Cannot allocate the dirty set";
 		r = -ENOMEM;
 		goto bad;
@@ -473,6 +510,7 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 
 bad:
 	track_destroy(tc);
+	kfree(tc);
 	return r;
 }
 
@@ -484,11 +522,12 @@ static void track_dtr(struct dm_target *ti)
 	list_del(&tc->list);
 	mutex_unlock(&track_devices_lock);
 
-	/* Wait for a netlink reader that found it before it was unlisted. */
+	/* A netlink reader may still hold a reference: it will see GONE. */
 	mutex_lock(&tc->lock);
-	mutex_unlock(&tc->lock);
-
+	WRITE_ONCE(tc->state, TRACK_GONE);
 	track_destroy(tc);
+	mutex_unlock(&tc->lock);
+	kref_put(&tc->ref, track_release);
 }
 
 static int track_map(struct dm_target *ti, struct bio *bio)
@@ -505,6 +544,7 @@ static int track_map(struct dm_target *ti, struct bio *bio)
 
 	tb = dm_per_bio_data(bio, sizeof(*tb));
 	tb->marked = false;
+	tb->counted = false;
 	if (!bio_sectors(bio))
 		return DM_MAPIO_REMAPPED;
 
@@ -514,7 +554,7 @@ static int track_map(struct dm_target *ti, struct bio *bio)
 	track_mark(tc, tb->first, tb->last);
 
 	if (tc->md)
-		return track_metadata_admit(tc, bio, tb->first, tb->last);
+		return track_metadata_admit(tc, bio, tb);
 	return DM_MAPIO_REMAPPED;
 }
 
@@ -531,12 +571,15 @@ static int track_end_io(struct dm_target *ti, struct bio *bio,
 	tb = dm_per_bio_data(bio, sizeof(*tb));
 	if (tb->marked)
 		track_mark(tc, tb->first, tb->last);
+	if (tb->counted)
+		track_metadata_write_done(tc, tb);
 	return DM_ENDIO_DONE;
 }
 
 static void track_postsuspend(struct dm_target *ti)
 {
 	struct track_c *tc = ti->private;
+	unsigned int noio = memalloc_noio_save();
 
 	mutex_lock(&tc->lock);
 	if (tc->state == TRACK_LIVE) {
@@ -545,37 +588,47 @@ static void track_postsuspend(struct dm_target *ti)
 			track_metadata_checkpoint(tc, true);
 	}
 	mutex_unlock(&tc->lock);
+	memalloc_noio_restore(noio);
 }
 
 static int track_preresume(struct dm_target *ti)
 {
 	struct track_c *tc = ti->private;
-	bool taken, loaded = false;
-	int r;
+	unsigned int noio = memalloc_noio_save();
+	bool loaded = false;
+	int r = 0;
 
-	if (tc->state == TRACK_NEW) {
-		r = track_take_over(tc, &taken);
-		if (r)
-			return r;
-		if (!taken && tc->md) {
-			r = track_metadata_load(tc);
-			if (r < 0)
-				return r;
-			loaded = r;
-		}
+	if (tc->state == TRACK_NEW && !track_take_over(tc) && tc->md) {
+		r = track_metadata_load(tc);
+		if (r < 0)
+			goto out;
+		loaded = r;
 	}
 
 	mutex_lock(&tc->lock);
 	if (tc->md) {
-		/* Written before the first write can be admitted. */
+		/*
+		 * On disk before the first write is admitted. If that cannot
+		 * be written, a crash or even a clean stop later would load a
+		 * stale set: refuse to resume.
+		 */
 		if (loaded || tc->state == TRACK_SUSPENDED)
-			track_metadata_set_clean(tc, false);
+			r = track_metadata_set_clean(tc, false);
 		else
-			track_metadata_checkpoint(tc, false);
+			r = track_metadata_checkpoint(tc, false);
+		if (r) {
+			DMERR("%s: metadata device not writable (%d): not resuming",
+			      track_name(tc), r);
+			mutex_unlock(&tc->lock);
+			goto out;
+		}
 	}
 	WRITE_ONCE(tc->state, TRACK_LIVE);
 	mutex_unlock(&tc->lock);
-	return 0;
+	r = 0;
+out:
+	memalloc_noio_restore(noio);
+	return r;
 }
 
 /*
@@ -647,16 +700,13 @@ static void track_status(struct dm_target *ti, status_type_t type,
  *   mark_all            mark every block dirty
  *   checkpoint          write the dirty set to the metadata device
  */
-static int track_message(struct dm_target *ti, unsigned int argc,
-			 char **argv, char *result, unsigned int maxlen)
+/* One message, with tc->lock held; 1 when RESULT holds a reply. */
+static int track_do_message(struct track_c *tc, unsigned int argc,
+			    char **argv, char *result, unsigned int maxlen)
 {
-	struct track_c *tc = ti->private;
 	bool has_epoch = argc == 2;
 	u64 epoch = 0;
 	int r;
-
-	if (!argc || argc > 2)
-		goto bad;
 
 	if (!strcasecmp(argv[0], "commit") || !strcasecmp(argv[0], "abort")) {
 		if (has_epoch && kstrtou64(argv[1], 10, &epoch)) {
@@ -690,16 +740,38 @@ static int track_message(struct dm_target *ti, unsigned int argc,
 			      track_name(tc));
 			return -EINVAL;
 		}
-		mutex_lock(&tc->lock);
-		r = track_metadata_checkpoint(tc, false);
-		mutex_unlock(&tc->lock);
-		return r;
+		return track_metadata_checkpoint(tc, false);
 	}
 
 bad:
-	DMERR("%s: unsupported message '%s'", track_name(tc),
-	      argc ? argv[0] : "");
+	DMERR("%s: unsupported message '%s'", track_name(tc), argv[0]);
 	return -EINVAL;
+}
+
+static int track_message(struct dm_target *ti, unsigned int argc,
+			 char **argv, char *result, unsigned int maxlen)
+{
+	struct track_c *tc = ti->private;
+	unsigned int noio;
+	int r;
+
+	if (!argc || argc > 2) {
+		DMERR("%s: a message is a word and at most one argument",
+		      track_name(tc));
+		return -EINVAL;
+	}
+
+	noio = memalloc_noio_save();
+	mutex_lock(&tc->lock);
+	if (!track_ready(tc)) {
+		DMERR("%s: %s: the table is not live", track_name(tc), argv[0]);
+		r = -EBUSY;
+	} else {
+		r = track_do_message(tc, argc, argv, result, maxlen);
+	}
+	mutex_unlock(&tc->lock);
+	memalloc_noio_restore(noio);
+	return r;
 }
 
 static int track_iterate_devices(struct dm_target *ti,
@@ -713,6 +785,7 @@ static int track_iterate_devices(struct dm_target *ti,
 static struct target_type track_target = {
 	.name = "track",
 	.version = {1, 0, 0},
+	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = track_ctr,
 	.dtr = track_dtr,

@@ -11,6 +11,7 @@
 
 #include <linux/bio.h>
 #include <linux/device-mapper.h>
+#include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -74,6 +75,8 @@ struct track_bio {
 	u64 first;
 	u64 last;
 	bool marked;
+	bool counted;		/* in flight for a checkpoint generation */
+	u8 gen;
 };
 
 /*
@@ -86,6 +89,7 @@ enum track_state {
 	TRACK_LIVE,			/* resumed */
 	TRACK_SUSPENDED,
 	TRACK_HANDED_OVER,		/* state moved to a reloaded table */
+	TRACK_GONE,			/* destroyed; only the struct is left */
 };
 
 struct track_c {
@@ -113,6 +117,7 @@ struct track_c {
 	/* Registry of all track targets, for netlink and table reloads. */
 	struct list_head list;
 	u64 serial;
+	struct kref ref;		/* the target, and netlink readers */
 
 	/* The table line as given, for STATUSTYPE_TABLE. */
 	unsigned int argc;
@@ -123,6 +128,7 @@ struct track_c {
 struct track_c *track_lookup_lock(const char *name, const char *uuid,
 				  u64 serial);
 void track_unlock(struct track_c *tc);
+bool track_ready(struct track_c *tc);
 
 /* dm-track-metadata.c */
 int track_metadata_open(struct track_c *tc, struct dm_dev *dev,
@@ -131,8 +137,9 @@ void track_metadata_close(struct track_metadata *md);
 int track_metadata_load(struct track_c *tc);
 int track_metadata_checkpoint(struct track_c *tc, bool clean);
 int track_metadata_set_clean(struct track_c *tc, bool clean);
-int track_metadata_admit(struct track_c *tc, struct bio *bio, u64 first,
-			 u64 last);
+int track_metadata_admit(struct track_c *tc, struct bio *bio,
+			 struct track_bio *tb);
+void track_metadata_write_done(struct track_c *tc, struct track_bio *tb);
 enum track_persist track_metadata_state(struct track_metadata *md);
 sector_t track_metadata_default_region(struct track_c *tc);
 

@@ -15,9 +15,13 @@ libs="$top/build/lib/libtrack.a $(pkg-config --libs libmnl devmapper zlib) -lpth
 
 mkdir -p "$out"
 : >"$out/tests.list.new"
-for dir in "$top"/selftests/*/; do
+# platform first: its demo entry says which kernel is up.
+seen=
+for dir in "$top"/selftests/platform/ "$top"/selftests/*/; do
 	area=$(basename "$dir")
 	case "$area" in vm | harness) continue ;; esac
+	case " $seen " in *" $area "*) continue ;; esac
+	seen="$seen $area"
 	mkdir -p "$out/$area"
 	for src in "$dir"*.c; do
 		[ -f "$src" ] || continue

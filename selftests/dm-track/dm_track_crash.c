@@ -9,6 +9,7 @@
  * The write phase records what it did on VM_DISK_C, which survives the
  * crash like every disk of the run.
  */
+#include <pthread.h>
 #include <sys/mount.h>
 
 #include "kselftest_harness.h"
@@ -16,7 +17,10 @@
 
 #define BS		4096ULL
 #define REGION		256ULL		/* blocks: region_size 2048 sectors */
-#define TABLE		"0 2097152 track " VM_DISK_B " 0 8 5 metadata " \
+/* dm-delay under dm-track holds every write for DELAY_MS. */
+#define DELAY_MS	600
+#define DELAY_TABLE	"0 2097152 delay " VM_DISK_B " 0 0 " VM_DISK_B " 0 %d"
+#define TABLE		"0 2097152 track /dev/mapper/lt-delay 0 8 5 metadata " \
 			VM_DISK_D " region_size 2048 clean"
 #define LOG_MAGIC	0x6c6f6763726173ULL
 
@@ -26,10 +30,24 @@ struct crash_log {
 	uint64_t checkpointed;		/* dirty at the last checkpoint */
 	uint64_t after[8];		/* written after it */
 	uint64_t nr_after;
+	uint64_t last_frozen;		/* the last epoch handed out */
 	char track_id[40];
 } __attribute__((aligned(4096)));
 
 static const char *phase;
+
+static void *inflight_write(void *arg)
+{
+	return (void *)(long)tt_pwrite(TT_PATH, O_DIRECT, *(uint64_t *)arg * BS,
+				       BS);
+}
+
+static int delay_device(int ms)
+{
+	tt_remove("lt-delay");
+	return vm_run("echo '" DELAY_TABLE "' | dmsetup create --noudevsync lt-delay",
+		      ms);
+}
 
 static int write_log(const struct crash_log *log)
 {
@@ -68,20 +86,38 @@ TEST(crash_marks_exactly_the_intent_regions)
 	TT_REQUIRE_TARGET();
 
 	if (!strcmp(phase, "write")) {
+		static uint64_t inflight = 150000;
+		pthread_t t;
+		void *ret;
+
 		tt_remove(TT_NAME);
 		ASSERT_EQ(0, vm_run("/sbin/blkdiscard -z " VM_DISK_D));
 		memset(&log, 0, sizeof(log));
 		ASSERT_EQ(0, write_log(&log));
+		ASSERT_EQ(0, delay_device(DELAY_MS));
 		ASSERT_EQ(0, vm_run("echo '%s' | dmsetup create --noudevsync "
 				    TT_NAME, TABLE));
 		ASSERT_EQ(0, track_dm_open(TT_NAME, &dm));
 
-		/* Committed: gone. Then block 1000 stays dirty over a checkpoint. */
+		/* Written, frozen, committed: gone for good. */
 		ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 10 * BS, BS));
 		ASSERT_EQ(0, track_dm_freeze(dm, &e));
+		ASSERT_EQ(0, track_dm_commit(dm, e));
 		ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 1000 * BS, BS));
+
+		/*
+		 * A write in flight across a freeze and the commit that
+		 * checkpoints: the copier may have read the old block, so the
+		 * completed write must be in the checkpoint, although its
+		 * region's intent bit is cleared by it.
+		 */
+		ASSERT_EQ(0, pthread_create(&t, NULL, inflight_write, &inflight));
+		usleep(DELAY_MS * 1000 / 3);
+		ASSERT_EQ(0, track_dm_freeze(dm, &e));
 		ASSERT_EQ(0, track_dm_commit(dm, e));	/* checkpoints */
-		log.checkpointed = 1000;
+		ASSERT_EQ(0, pthread_join(t, &ret));
+		ASSERT_EQ(NULL, ret);
+		log.checkpointed = inflight;
 
 		/* After the checkpoint: three regions. */
 		log.after[log.nr_after++] = 300;
@@ -93,6 +129,7 @@ TEST(crash_marks_exactly_the_intent_regions)
 					       log.after[i] * BS, BS));
 		/* A freeze without a commit does not checkpoint. */
 		ASSERT_EQ(0, track_dm_freeze(dm, &e));
+		log.last_frozen = e;
 
 		ASSERT_EQ(0, track_dm_status(dm, &st));
 		memcpy(log.track_id, st.track_id, sizeof(log.track_id));
@@ -112,11 +149,13 @@ TEST(crash_marks_exactly_the_intent_regions)
 	ASSERT_EQ(0, read_log(&log));
 	ASSERT_EQ(LOG_MAGIC, log.magic) TH_LOG("the write phase did not finish");
 	vm_kmsg_mark("crash-verify");
+	ASSERT_EQ(0, delay_device(0));
 	ASSERT_EQ(0, vm_run("echo '%s' | dmsetup create --noudevsync "
 			    TT_NAME, TABLE));
 	EXPECT_TRUE(vm_kmsg_has("crash-verify", "not shut down cleanly: 3 write-intent regions"));
 	ASSERT_EQ(0, tt_status(TT_NAME, &st));
 	EXPECT_STREQ(log.track_id, st.track_id);
+	EXPECT_LT(log.last_frozen, st.epoch) TH_LOG("an epoch would be handed out twice");
 	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &x));
 
 	/* Exactly: the checkpointed block, and the whole regions after it. */
@@ -129,6 +168,7 @@ TEST(crash_marks_exactly_the_intent_regions)
 				       (unsigned long long)b, tt_str(&x));
 	EXPECT_EQ(1 + 3 * REGION, tt_blocks(&x)) TH_LOG("%s", tt_str(&x));
 	tt_remove(TT_NAME);
+	tt_remove("lt-delay");
 	free(x.e);
 }
 

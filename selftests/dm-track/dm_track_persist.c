@@ -199,28 +199,77 @@ TEST_F(persist, table_reload_keeps_sets_and_epochs)
 	EXPECT_EQ(262144, self->x.e[1].first);
 }
 
-TEST_F(persist, failed_metadata_writes_are_reported_and_tracking_goes_on)
+TEST_F(persist, failed_intent_write_marks_the_metadata_invalid)
 {
 	struct track_dm_status st;
+	int i;
 
-	/* A metadata device that fails every write after the first second. */
 	tt_remove("lt-flaky");
 	ASSERT_EQ(0, vm_run("echo '0 524288 linear " VM_DISK_D " 0' | "
 			    "dmsetup create --noudevsync lt-flaky"));
 	create(_metadata, "0 2097152 track " VM_DISK_B
 			  " 0 8 3 metadata /dev/mapper/lt-flaky clean");
+	/* Now the superblock can be written, the rest of it not. */
 	ASSERT_EQ(0, vm_run("dmsetup suspend --noudevsync lt-flaky && "
-			    "echo '0 524288 error' | dmsetup load lt-flaky && "
+			    "printf '0 8 linear " VM_DISK_D " 0\\n8 524280 error\\n' | "
+			    "dmsetup load lt-flaky && "
 			    "dmsetup resume --noudevsync lt-flaky"));
 	vm_kmsg_mark("flaky");
 	/* The first write to a region needs an intent write, which fails. */
-	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 300000 * BS / 2, BS));
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 150000 * BS, BS));
 	ASSERT_EQ(0, tt_status(TT_NAME, &st));
 	EXPECT_EQ(TRACK_DM_PERSIST_FAILED, st.persist);
 	EXPECT_EQ(1, st.dirty_active);
 	EXPECT_TRUE(vm_kmsg_has("flaky", "tracking in memory only"));
+	/* The invalid superblock is written by a worker. */
+	for (i = 0; i < 50 && !vm_kmsg_has("flaky", "metadata marked invalid"); i++)
+		usleep(100000);
+	EXPECT_TRUE(vm_kmsg_has("flaky", "metadata marked invalid"));
+	tt_remove(TT_NAME);
+
+	/* Repaired: the next load trusts nothing it stored. */
+	ASSERT_EQ(0, vm_run("dmsetup suspend --noudevsync lt-flaky && "
+			    "echo '0 524288 linear " VM_DISK_D " 0' | "
+			    "dmsetup load lt-flaky && "
+			    "dmsetup resume --noudevsync lt-flaky"));
+	vm_kmsg_mark("repaired");
+	create(_metadata, "0 2097152 track " VM_DISK_B
+			  " 0 8 3 metadata /dev/mapper/lt-flaky clean");
+	ASSERT_EQ(0, tt_status(TT_NAME, &st));
+	EXPECT_EQ(st.nr_blocks, st.dirty_active);
+	EXPECT_TRUE(vm_kmsg_has("repaired", "marked invalid by an I/O error"));
 	tt_remove(TT_NAME);
 	tt_remove("lt-flaky");
+}
+
+TEST_F(persist, unwritable_metadata_device_refuses_to_resume)
+{
+	tt_remove("lt-flaky");
+	ASSERT_EQ(0, vm_run("echo '0 524288 error' | "
+			    "dmsetup create --noudevsync lt-flaky"));
+	vm_kmsg_mark("unwritable");
+	EXPECT_NE(0, vm_run("echo '0 2097152 track " VM_DISK_B
+			    " 0 8 2 metadata /dev/mapper/lt-flaky' | "
+			    "dmsetup create --noudevsync " TT_NAME " 2>/dev/null"));
+	EXPECT_TRUE(vm_kmsg_has("unwritable", "not resuming"));
+	tt_remove(TT_NAME);
+	tt_remove("lt-flaky");
+}
+
+/* A reload that changes the block size cannot reuse the sets. */
+TEST_F(persist, reload_with_another_block_size_marks_everything_dirty)
+{
+	struct track_dm_status st;
+
+	create(_metadata, "0 2097152 track " VM_DISK_B " 0 8 1 clean");
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 11 * BS, BS));
+	vm_kmsg_mark("reshape");
+	ASSERT_EQ(0, vm_run("echo '0 2097152 track " VM_DISK_B " 0 16 1 clean' | "
+			    "dmsetup reload " TT_NAME " && dmsetup resume --noudevsync "
+			    TT_NAME));
+	ASSERT_EQ(0, tt_status(TT_NAME, &st));
+	EXPECT_EQ(st.nr_blocks, st.dirty_active);
+	EXPECT_TRUE(vm_kmsg_has("reshape", "every block is dirty"));
 }
 
 TEST_HARNESS_MAIN

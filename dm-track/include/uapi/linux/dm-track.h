@@ -7,10 +7,11 @@
  * (DM_TRACK_ATTR_DEV_NAME) or dm uuid (DM_TRACK_ATTR_DEV_UUID) and a set
  * (DM_TRACK_ATTR_SET). Every reply message carries the epoch of that set and
  * an array of struct dm_track_extent in DM_TRACK_ATTR_EXTENTS, in block
- * order; runs never span two messages unless they are longer than one
- * message can describe, in which case they are split. The dump ends with
- * -ENODEV if the device goes away, and with -ESTALE if the frozen set is
- * committed or aborted while it is being read. Requires CAP_SYS_ADMIN.
+ * order; a run is never split between messages, and the last message may
+ * carry no extents. The dump ends with -ENODEV if the device goes away or
+ * its table is reloaded, and with -ESTALE if the set changes epoch while it
+ * is being read (a freeze, or a commit or abort of the frozen set).
+ * Requires CAP_SYS_ADMIN (and CAP_NET_ADMIN, as for any admin genl op).
  */
 #ifndef _UAPI_LINUX_DM_TRACK_H
 #define _UAPI_LINUX_DM_TRACK_H
