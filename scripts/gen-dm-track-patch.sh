@@ -122,7 +122,11 @@ dirty to the regions written since.
 Signed-off-by: libtrack developers <devel@libtrack.invalid>
 EOF
 
-g format-patch -q -1 --stdout --zero-commit --no-signature >"$work/out.patch"
+# A blank context line is written empty, not as one space: patch and git
+# apply read it the same, and the series file then has no trailing
+# whitespace for checkpatch to find when it checks the repository itself.
+g format-patch -q -1 --stdout --zero-commit --no-signature |
+	sed 's/^ $//' >"$work/out.patch"
 
 if [ $check = 1 ]; then
 	if ! cmp -s "$work/out.patch" "$out"; then
