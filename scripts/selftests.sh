@@ -11,7 +11,7 @@ cc=${CC:-cc}
 cflags="-O2 -g -D_GNU_SOURCE -Wall -Werror
 	-isystem $KHDR -I$KSRC/tools/testing/selftests -I$top/selftests/harness
 	-I$top/libtrack/include"
-libs="$top/build/lib/libtrack.a $(pkg-config --libs libmnl devmapper zlib) -lpthread"
+libs="$top/build/lib/libtrack.a $(pkg-config --libs libmnl devmapper zlib) -l:liburing.a -lpthread"
 
 mkdir -p "$out"
 : >"$out/tests.list.new"
@@ -37,6 +37,11 @@ for dir in "$top"/selftests/platform/ "$top"/selftests/*/; do
 	for sh in "$dir"*.sh; do
 		[ -f "$sh" ] || continue
 		install -m 755 "$sh" "$out/$area/"
+	done
+	# data the scripts read (e.g. uds/logtrace.txt, a replayed log trace)
+	for data in "$dir"*.txt; do
+		[ -f "$data" ] || continue
+		install -m 644 "$data" "$out/$area/"
 	done
 	if [ -f "$dir/tests.list" ]; then
 		cat "$dir/tests.list" >>"$out/tests.list.new"
