@@ -15,7 +15,7 @@ PACKAGES="
 	qemu-system-x86 busybox-static cpio
 	linux-source-6.12 xz-utils
 	flex bison bc libelf-dev libssl-dev dwarves
-	ccache rsync fio python3
+	ccache rsync fio python3 liburing-dev
 "
 
 missing=""

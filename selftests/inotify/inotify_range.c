@@ -1,0 +1,621 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * inotify with IN_REPORT_RANGE: every write path reports exactly the bytes
+ * it changed, events merge only when their ranges overlap or touch, the
+ * queue still overflows into IN_Q_OVERFLOW, and an instance without the
+ * flag sees the upstream format. Skips on a kernel without the flag.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/sendfile.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <fcntl.h>
+#include <linux/aio_abi.h>
+/* <fcntl.h> has what <linux/inotify.h> wants of <linux/fcntl.h> */
+#define _LINUX_FCNTL_H
+#include <linux/inotify.h>
+#include <liburing.h>
+
+#include "kselftest_harness.h"
+#include "vmtest.h"
+
+#ifndef IN_REPORT_RANGE
+#error "build against the patched kernel's uapi headers"
+#endif
+
+/* glibc's <sys/inotify.h> would clash with the uapi header */
+int inotify_init1(int flags);
+int inotify_add_watch(int fd, const char *path, uint32_t mask);
+
+struct ev {
+	int wd;
+	uint32_t mask;
+	uint32_t len;		/* the len field as read */
+	char name[256];
+	bool range;
+	uint64_t off;
+	uint64_t count;
+};
+
+struct reader {
+	int fd;
+	char buf[65536] __attribute__((aligned(8)));
+	size_t pos, end;
+};
+
+/* Next event within TIMEOUT_MS; 0 if none came. */
+static int next_event(struct reader *r, struct ev *e, int timeout_ms)
+{
+	struct inotify_event hdr;
+	struct inotify_range rg;
+	uint32_t name_area;
+
+	if (r->pos == r->end) {
+		struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, timeout_ms) != 1)
+			return 0;
+		n = read(r->fd, r->buf, sizeof(r->buf));
+		if (n <= 0)
+			return -1;
+		r->pos = 0;
+		r->end = n;
+	}
+	if (r->end - r->pos < sizeof(hdr))
+		return -1;
+	memcpy(&hdr, r->buf + r->pos, sizeof(hdr));
+	if (r->end - r->pos < sizeof(hdr) + hdr.len)
+		return -1;
+	memset(e, 0, sizeof(*e));
+	e->wd = hdr.wd;
+	e->mask = hdr.mask;
+	e->len = hdr.len;
+	name_area = hdr.len;
+	if (hdr.mask & IN_RANGE) {
+		if (hdr.len < sizeof(rg) + 16)
+			return -1;
+		name_area -= sizeof(rg);
+		memcpy(&rg, r->buf + r->pos + sizeof(hdr) + name_area,
+		       sizeof(rg));
+		e->range = true;
+		e->off = rg.offset;
+		e->count = rg.length;
+	}
+	if (name_area)
+		snprintf(e->name, sizeof(e->name), "%s",
+			 r->buf + r->pos + sizeof(hdr));
+	r->pos += sizeof(hdr) + hdr.len;
+	return 1;
+}
+
+/* The next IN_MODIFY event, skipping others; 0 if none came. */
+static int next_modify(struct reader *r, struct ev *e)
+{
+	int n;
+
+	while ((n = next_event(r, e, 2000)) == 1)
+		if (e->mask & IN_MODIFY)
+			return 1;
+	return n;
+}
+
+static void drain(struct reader *r)
+{
+	struct ev e;
+
+	while (next_event(r, &e, 200) == 1)
+		;
+}
+
+#define EXPECT_RANGE(r, o, c) do {					\
+	struct ev _e;							\
+	ASSERT_EQ(1, next_modify((r), &_e));				\
+	EXPECT_STREQ("file", _e.name);					\
+	ASSERT_TRUE(_e.range) TH_LOG("IN_MODIFY without IN_RANGE");	\
+	EXPECT_EQ((uint64_t)(o), _e.off);				\
+	EXPECT_EQ((uint64_t)(c), _e.count);				\
+} while (0)
+
+/* The next event must not be another IN_MODIFY. */
+#define EXPECT_NO_MORE_MODIFY(r) do {					\
+	struct ev _e;							\
+	while (next_event((r), &_e, 300) == 1)				\
+		EXPECT_FALSE(_e.mask & IN_MODIFY)			\
+			TH_LOG("extra IN_MODIFY %llu+%llu",		\
+			       (unsigned long long)_e.off,		\
+			       (unsigned long long)_e.count);		\
+} while (0)
+
+static char fill[65536];
+
+static bool has_report_range(void)
+{
+	int fd = inotify_init1(IN_REPORT_RANGE);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/*
+ * A watched directory DIR (tmpfs, or ext4 on a VM disk for the variant
+ * that needs a block device) with FILE inside, opened as FD.
+ */
+FIXTURE(dir) {
+	char dir[64];
+	char file[128];
+	struct reader r;
+	int fd;
+	bool mounted;
+};
+
+FIXTURE_VARIANT(dir) {
+	bool ext4;
+};
+
+FIXTURE_VARIANT_ADD(dir, tmpfs) { .ext4 = false };
+FIXTURE_VARIANT_ADD(dir, ext4) { .ext4 = true };
+
+FIXTURE_SETUP(dir)
+{
+	if (!has_report_range())
+		SKIP(return, "this kernel has no IN_REPORT_RANGE");
+	strcpy(self->dir, "/tmp/inotify-range.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	if (variant->ext4) {
+		ASSERT_EQ(0, vm_run("mkfs.ext4 -q -F %s >/dev/null 2>&1",
+				    VM_DISK_D));
+		ASSERT_EQ(0, mount(VM_DISK_D, self->dir, "ext4", 0, NULL));
+		self->mounted = true;
+	}
+	snprintf(self->file, sizeof(self->file), "%s/file", self->dir);
+	self->fd = open(self->file, O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, self->fd);
+	self->r.fd = inotify_init1(IN_REPORT_RANGE | IN_NONBLOCK);
+	ASSERT_LE(0, self->r.fd);
+	ASSERT_LE(0, inotify_add_watch(self->r.fd, self->dir, IN_MODIFY));
+}
+
+FIXTURE_TEARDOWN(dir)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	if (self->r.fd > 0)
+		close(self->r.fd);
+	if (self->mounted)
+		umount(self->dir);
+	vm_run("rm -rf %s", self->dir);
+}
+
+TEST_F(dir, write_reports_its_range)
+{
+	ASSERT_EQ(5, write(self->fd, "hello", 5));
+	EXPECT_RANGE(&self->r, 0, 5);
+	ASSERT_EQ(3, write(self->fd, "abc", 3));
+	EXPECT_RANGE(&self->r, 5, 3);
+}
+
+TEST_F(dir, pwrite_reports_its_range)
+{
+	char b[100] = { 1 };
+
+	ASSERT_EQ(100, pwrite(self->fd, b, 100, 12345));
+	EXPECT_RANGE(&self->r, 12345, 100);
+}
+
+TEST_F(dir, writev_reports_the_sum_of_its_vectors)
+{
+	struct iovec iov[3] = {
+		{ "aa", 2 }, { "bbbb", 4 }, { "c", 1 },
+	};
+
+	ASSERT_EQ(0, lseek(self->fd, 0, SEEK_SET));
+	ASSERT_EQ(7, writev(self->fd, iov, 3));
+	EXPECT_RANGE(&self->r, 0, 7);
+	ASSERT_EQ(7, pwritev(self->fd, iov, 3, 1000));
+	EXPECT_RANGE(&self->r, 1000, 7);
+}
+
+TEST_F(dir, pwritev2_reports_its_range)
+{
+	struct iovec iov = { "0123456789", 10 };
+
+	ASSERT_EQ(10, pwritev2(self->fd, &iov, 1, 4096, RWF_DSYNC));
+	EXPECT_RANGE(&self->r, 4096, 10);
+	/* offset -1: the file position, here 0 */
+	ASSERT_EQ(10, pwritev2(self->fd, &iov, 1, -1, 0));
+	EXPECT_RANGE(&self->r, 0, 10);
+}
+
+TEST_F(dir, append_reports_where_the_data_landed)
+{
+	int afd;
+
+	ASSERT_EQ(100, pwrite(self->fd, fill, 100, 0));
+	drain(&self->r);
+	afd = open(self->file, O_WRONLY | O_APPEND);
+	ASSERT_LE(0, afd);
+	/* the position of AFD is 0; the data goes to 100 */
+	ASSERT_EQ(4, write(afd, "tail", 4));
+	close(afd);
+	EXPECT_RANGE(&self->r, 100, 4);
+}
+
+TEST_F(dir, io_uring_write_reports_its_range)
+{
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int afd;
+
+	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_write(sqe, self->fd, "uring", 5, 777);
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	ASSERT_EQ(5, cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	EXPECT_RANGE(&self->r, 777, 5);
+
+	/* O_APPEND: the range is where the data landed, at 782 */
+	afd = open(self->file, O_WRONLY | O_APPEND);
+	ASSERT_LE(0, afd);
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_write(sqe, afd, "more", 4, 0);
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	ASSERT_EQ(4, cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	close(afd);
+	EXPECT_RANGE(&self->r, 782, 4);
+	io_uring_queue_exit(&ring);
+}
+
+static long aio_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	aio_context_t ctx = 0;
+	struct iocb cb = {
+		.aio_fildes = fd,
+		.aio_lio_opcode = IOCB_CMD_PWRITE,
+		.aio_buf = (uintptr_t)buf,
+		.aio_nbytes = n,
+		.aio_offset = off,
+	};
+	struct iocb *cbs[1] = { &cb };
+	struct io_event ev;
+	long ret = -1;
+
+	if (syscall(__NR_io_setup, 4, &ctx))
+		return -1;
+	if (syscall(__NR_io_submit, ctx, 1, cbs) == 1 &&
+	    syscall(__NR_io_getevents, ctx, 1, 1, &ev, NULL) == 1)
+		ret = ev.res;
+	syscall(__NR_io_destroy, ctx);
+	return ret;
+}
+
+TEST_F(dir, aio_write_reports_its_range)
+{
+	ASSERT_EQ(6, aio_pwrite(self->fd, "kernel", 6, 300));
+	EXPECT_RANGE(&self->r, 300, 6);
+}
+
+/* Direct I/O completes in interrupt context: the deferred report. */
+TEST_F(dir, aio_direct_write_reports_its_range)
+{
+	void *buf;
+	int dfd;
+
+	if (!variant->ext4)
+		SKIP(return, "direct I/O is tested on ext4");
+	ASSERT_EQ(0, posix_memalign(&buf, 4096, 8192));
+	memset(buf, 'd', 8192);
+	/* allocated and written blocks: the direct write is an overwrite */
+	ASSERT_EQ(65536, pwrite(self->fd, fill, 65536, 0));
+	ASSERT_EQ(0, fsync(self->fd));
+	drain(&self->r);
+	dfd = open(self->file, O_WRONLY | O_DIRECT);
+	ASSERT_LE(0, dfd);
+	ASSERT_EQ(8192, aio_pwrite(dfd, buf, 8192, 16384));
+	close(dfd);
+	free(buf);
+	EXPECT_RANGE(&self->r, 16384, 8192);
+}
+
+TEST_F(dir, splice_from_a_pipe_reports_its_range)
+{
+	loff_t off = 2000;
+	int p[2];
+
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(6, write(p[1], "splice", 6));
+	ASSERT_EQ(6, splice(p[0], NULL, self->fd, &off, 6, 0));
+	close(p[0]);
+	close(p[1]);
+	EXPECT_RANGE(&self->r, 2000, 6);
+}
+
+static int make_source(const char *dir, const char *data)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/src", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0 && write(fd, data, strlen(data)) != (ssize_t)strlen(data)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+TEST_F(dir, sendfile_reports_its_range)
+{
+	off_t in_off = 0;
+	int in = make_source(self->dir, "sendfile-data");
+
+	ASSERT_LE(0, in);
+	drain(&self->r);
+	ASSERT_EQ(50, lseek(self->fd, 50, SEEK_SET));
+	ASSERT_EQ(8, sendfile(self->fd, in, &in_off, 8));
+	close(in);
+	EXPECT_RANGE(&self->r, 50, 8);
+}
+
+TEST_F(dir, copy_file_range_reports_the_destination_range)
+{
+	loff_t in_off = 2, out_off = 200;
+	int in = make_source(self->dir, "copy-file-range");
+
+	ASSERT_LE(0, in);
+	drain(&self->r);
+	ASSERT_EQ(10, copy_file_range(in, &in_off, self->fd, &out_off, 10, 0));
+	close(in);
+	EXPECT_RANGE(&self->r, 200, 10);
+}
+
+TEST_F(dir, clone_range_reports_the_destination_range)
+{
+	struct file_clone_range fcr = { .src_length = 4096,
+					.dest_offset = 8192 };
+	char b[4096] = { 7 };
+	int in = make_source(self->dir, "");
+
+	ASSERT_LE(0, in);
+	ASSERT_EQ(4096, write(in, b, 4096));
+	drain(&self->r);
+	fcr.src_fd = in;
+	if (ioctl(self->fd, FICLONERANGE, &fcr)) {
+		close(in);
+		if (errno == EOPNOTSUPP || errno == EXDEV || errno == EINVAL)
+			SKIP(return, "no reflink on this filesystem");
+		ASSERT_EQ(0, errno);
+	}
+	close(in);
+	EXPECT_RANGE(&self->r, 8192, 4096);
+}
+
+TEST_F(dir, fallocate_reports_each_mode)
+{
+	ASSERT_EQ(0, fallocate(self->fd, 0, 0, 65536));
+	EXPECT_RANGE(&self->r, 0, 65536);
+	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_PUNCH_HOLE |
+			       FALLOC_FL_KEEP_SIZE, 4096, 8192));
+	EXPECT_RANGE(&self->r, 4096, 8192);
+	if (!variant->ext4)
+		return;		/* tmpfs has no zero range */
+	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_ZERO_RANGE, 20480, 100));
+	EXPECT_RANGE(&self->r, 20480, 100);
+}
+
+TEST_F(dir, truncate_reports_the_range_between_old_and_new_size)
+{
+	char b[100] = { 1 };
+	int tfd;
+
+	ASSERT_EQ(100, write(self->fd, b, 100));
+	drain(&self->r);
+	ASSERT_EQ(0, ftruncate(self->fd, 40));
+	EXPECT_RANGE(&self->r, 40, 60);
+	ASSERT_EQ(0, truncate(self->file, 1000));
+	EXPECT_RANGE(&self->r, 40, 960);
+	tfd = open(self->file, O_WRONLY | O_TRUNC);
+	ASSERT_LE(0, tfd);
+	close(tfd);
+	EXPECT_RANGE(&self->r, 0, 1000);
+}
+
+/* Not covered: stores through a shared mapping send no event at all. */
+TEST_F(dir, mmap_stores_are_not_reported)
+{
+	char *p;
+
+	ASSERT_EQ(0, ftruncate(self->fd, 4096));
+	drain(&self->r);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	memcpy(p + 100, "mapped", 6);
+	ASSERT_EQ(0, msync(p, 4096, MS_SYNC));
+	munmap(p, 4096);
+	EXPECT_NO_MORE_MODIFY(&self->r);
+}
+
+TEST_F(dir, appends_coalesce_into_one_event)
+{
+	int i;
+
+	for (i = 0; i < 10; i++)
+		ASSERT_EQ(10, write(self->fd, "0123456789", 10));
+	EXPECT_RANGE(&self->r, 0, 100);
+	EXPECT_NO_MORE_MODIFY(&self->r);
+}
+
+TEST_F(dir, overlapping_writes_merge_into_their_union)
+{
+	ASSERT_EQ(10, pwrite(self->fd, "0123456789", 10, 20));
+	ASSERT_EQ(10, pwrite(self->fd, "0123456789", 10, 15));
+	ASSERT_EQ(5, pwrite(self->fd, "01234", 5, 30));
+	EXPECT_RANGE(&self->r, 15, 20);
+	EXPECT_NO_MORE_MODIFY(&self->r);
+}
+
+TEST_F(dir, disjoint_writes_stay_separate)
+{
+	ASSERT_EQ(10, pwrite(self->fd, "0123456789", 10, 0));
+	ASSERT_EQ(10, pwrite(self->fd, "0123456789", 10, 11));
+	ASSERT_EQ(10, pwrite(self->fd, "0123456789", 10, 4096));
+	EXPECT_RANGE(&self->r, 0, 10);
+	EXPECT_RANGE(&self->r, 11, 10);
+	EXPECT_RANGE(&self->r, 4096, 10);
+	EXPECT_NO_MORE_MODIFY(&self->r);
+}
+
+/* A change without a known range (an mtime update) absorbs the range. */
+TEST_F(dir, modify_without_range_widens_a_merged_event)
+{
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { 12345, 0 } };
+	struct ev e;
+
+	ASSERT_EQ(10, pwrite(self->fd, "0123456789", 10, 0));
+	ASSERT_EQ(0, futimens(self->fd, ts));
+	ASSERT_EQ(1, next_modify(&self->r, &e));
+	EXPECT_FALSE(e.range);
+	EXPECT_NO_MORE_MODIFY(&self->r);
+}
+
+TEST_F(dir, range_follows_the_nul_padded_name)
+{
+	struct ev e;
+
+	ASSERT_EQ(5, write(self->fd, "hello", 5));
+	ASSERT_EQ(1, next_modify(&self->r, &e));
+	/* "file" padded to 16, then the 16-byte range */
+	EXPECT_EQ(32U, e.len);
+	EXPECT_EQ(IN_MODIFY | IN_RANGE, e.mask);
+	EXPECT_STREQ("file", e.name);
+}
+
+TEST(unknown_init_flags_are_still_refused)
+{
+	int fd;
+
+	if (!has_report_range())
+		SKIP(return, "this kernel has no IN_REPORT_RANGE");
+	EXPECT_EQ(-1, inotify_init1(0x2));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, inotify_init1(IN_REPORT_RANGE | 0x4));
+	EXPECT_EQ(EINVAL, errno);
+	/* IN_REPORT_RANGE is no open flag: the descriptor stays read-only */
+	fd = inotify_init1(IN_REPORT_RANGE | IN_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(O_RDONLY, fcntl(fd, F_GETFL) & O_ACCMODE);
+	EXPECT_NE(0, fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+}
+
+TEST(watched_file_gets_range_after_nul_padding)
+{
+	char dir[] = "/tmp/inotify-file.XXXXXX", path[64];
+	struct reader *r = calloc(1, sizeof(*r));
+	struct ev e;
+	int fd;
+
+	if (!has_report_range())
+		SKIP(return, "this kernel has no IN_REPORT_RANGE");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	r->fd = inotify_init1(IN_REPORT_RANGE | IN_NONBLOCK);
+	ASSERT_LE(0, inotify_add_watch(r->fd, path, IN_MODIFY));
+	ASSERT_EQ(3, pwrite(fd, "abc", 3, 9));
+	ASSERT_EQ(1, next_modify(r, &e));
+	EXPECT_EQ(32U, e.len);
+	EXPECT_STREQ("", e.name);
+	EXPECT_TRUE(e.range);
+	EXPECT_EQ(9ULL, e.off);
+	EXPECT_EQ(3ULL, e.count);
+	close(fd);
+	close(r->fd);
+	free(r);
+	vm_run("rm -rf %s", dir);
+}
+
+TEST(instance_without_flag_sees_the_upstream_format)
+{
+	char dir[] = "/tmp/inotify-plain.XXXXXX", path[64];
+	struct reader *r = calloc(1, sizeof(*r));
+	struct ev e;
+	int fd;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	fd = open(path, O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	r->fd = inotify_init1(IN_NONBLOCK);
+	ASSERT_LE(0, inotify_add_watch(r->fd, dir, IN_MODIFY));
+	/* disjoint writes: one merged event, as upstream */
+	ASSERT_EQ(3, pwrite(fd, "abc", 3, 0));
+	ASSERT_EQ(3, pwrite(fd, "abc", 3, 4096));
+	ASSERT_EQ(1, next_modify(r, &e));
+	EXPECT_EQ(IN_MODIFY, e.mask);
+	EXPECT_EQ(16U, e.len);
+	EXPECT_STREQ("file", e.name);
+	EXPECT_EQ(0, next_event(r, &e, 300));
+	close(fd);
+	close(r->fd);
+	free(r);
+	vm_run("rm -rf %s", dir);
+}
+
+TEST(overflow_is_reported_when_ranges_fill_the_queue)
+{
+	char dir[] = "/tmp/inotify-ovf.XXXXXX", path[64], old[32] = "";
+	struct reader *r = calloc(1, sizeof(*r));
+	FILE *f;
+	struct ev e;
+	int fd, i, n = 0, got;
+
+	if (!has_report_range())
+		SKIP(return, "this kernel has no IN_REPORT_RANGE");
+	f = fopen("/proc/sys/fs/inotify/max_queued_events", "r+");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(old, sizeof(old), f));
+	fclose(f);
+	ASSERT_EQ(0, vm_run("echo 8 >/proc/sys/fs/inotify/max_queued_events"));
+	r->fd = inotify_init1(IN_REPORT_RANGE | IN_NONBLOCK);
+	vm_run("echo %s >/proc/sys/fs/inotify/max_queued_events", old);
+	ASSERT_LE(0, r->fd);
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	fd = open(path, O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, inotify_add_watch(r->fd, dir, IN_MODIFY));
+	for (i = 0; i < 20; i++)
+		ASSERT_EQ(1, pwrite(fd, "x", 1, i * 10));
+	while ((got = next_event(r, &e, 300)) == 1) {
+		n++;
+		if (e.mask & IN_Q_OVERFLOW)
+			break;
+		EXPECT_TRUE(e.range);
+		EXPECT_EQ((uint64_t)(n - 1) * 10, e.off);
+	}
+	EXPECT_EQ(1, got);
+	EXPECT_TRUE(e.mask & IN_Q_OVERFLOW);
+	EXPECT_EQ(-1, e.wd);
+	EXPECT_EQ(9, n);
+	close(fd);
+	close(r->fd);
+	free(r);
+	vm_run("rm -rf %s", dir);
+}
+
+TEST_HARNESS_MAIN
