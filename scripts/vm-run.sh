@@ -96,10 +96,11 @@ for boot in "${boots[@]}"; do
 			demo && /^    / { sub(/^    /, ""); if ($0 !~ /^(TAP version|1\.\.|ok |not ok )/) print; fflush(); next }
 			demo && /^not ok / { print "FAILED: " $0; fflush(); next }
 			demo { next }
-			/^# RUN / { buf = ""; next }
+			/^# RUN / { buf = ""; secs = ""; next }
+			/^# TIME / { secs = " (" $4 " s)"; next }
 			/^    / { buf = buf $0 "\n"; next }
 			/^(not )?ok / {
-				print "vm[" boot "]: " $0
+				print "vm[" boot "]: " $0 secs
 				if ($1 == "not") printf "%s", buf
 				fflush()
 			}'
