@@ -55,6 +55,25 @@ check "no partial file is visible in SYNCFOLDER" [ ! -e "$D/too-big.bin" ]
 mount -o remount,size=16m "$D"
 if uds_wait_synced 90; then ok "with space again, everything arrives"; else
 	not_ok "with space again, everything arrives"; fi
+
+# A file that grows in place on a disk that fills up: the cloud client must
+# not see a torn tail, so SYNCFOLDER keeps the last complete version.
+cp "$D/too-big.bin" "$W/pushed.bin"
+mount -o remount,size=4m "$D"
+head -c 3000000 /dev/urandom >"$W/more.bin"
+dd if="$W/more.bin" of="$S/too-big.bin" bs=3000000 count=1 oflag=append \
+	conv=notrunc 2>/dev/null
+sleep 2
+uds_refresh
+uds_status last_error | grep -q "full" &&
+	ok "growing past the free space is reported as full" ||
+	not_ok "growing past the free space is reported as full"
+check "the grown file stays pending" [ "$(uds_status pending_files)" -ge 1 ]
+check "SYNCFOLDER keeps the last whole version, no torn tail" \
+	cmp -s "$D/too-big.bin" "$W/pushed.bin"
+mount -o remount,size=16m "$D"
+if uds_wait_synced 90; then ok "with space again, the growth arrives"; else
+	not_ok "with space again, the growth arrives"; fi
 check "uds-plus exits cleanly on SIGTERM" uds_stop
 umount "$D"
 done_testing

@@ -451,6 +451,23 @@ static int set_attrs(int fd, const struct stat *want, const struct stat *have)
 enum content { C_NONE, C_RANGES, C_WHOLE };
 
 /*
+ * An in-place push into DF failed (a full disk, most often, while the file
+ * grew): cut DF back to the size it had, BEFORE, so that the cloud client
+ * never uploads a copy with a torn tail. What grew is pushed again later.
+ */
+static void untear(int df, const struct stat *before, const char *p)
+{
+	struct stat now;
+
+	if (fstat(df, &now) || now.st_size <= before->st_size)
+		return;
+	if (ftruncate(df, before->st_size))
+		warn_("cannot cut '%s' in SYNCFOLDER back to %lld bytes after a failed push: %s",
+		      log_path(p), (long long)before->st_size,
+		      strerror(errno));
+}
+
+/*
  * Copy regular file P from one side to the other. FROM_S: S -> D (a push)
  * or D -> S (a pull). TO is what the target side has (absent, or matching
  * its baseline). Pushes into an existing file write in place (ranges or a
@@ -534,8 +551,10 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 		} else if (sst.st_size != dst.st_size) {
 			err = ftruncate(df, sst.st_size) ? -errno : 0;
 		}
-		if (err)
+		if (err) {
+			untear(df, &dst, p);
 			goto out;
+		}
 		changed = cs.written || sst.st_size != dst.st_size;
 		err = set_attrs(df, &sst, &dst);
 		if (err)
