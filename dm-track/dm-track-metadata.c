@@ -20,7 +20,12 @@
  * covers every write that may have reached the disk since.
  *
  * A table entry or slot that fails its checksum, or a superblock that is
- * corrupt or describes another device, makes the blocks it covers dirty.
+ * corrupt or has another geometry, makes the blocks it covers dirty.
+ *
+ * When a metadata write fails, the stored state can no longer cover every
+ * write, so it is marked invalid (every block dirty on the next load)
+ * before any write that was waiting for its intent bits is let through;
+ * from then on the target tracks in memory only.
  */
 #include "dm-track.h"
 
@@ -94,6 +99,7 @@ struct track_metadata {
 	struct dm_io_client *io;
 	const char *name;
 	enum track_persist state;
+	bool invalid_on_disk;		/* the failure is recorded on disk */
 
 	u64 nr_blocks;
 	unsigned int block_sectors;
@@ -171,27 +177,25 @@ static int md_io(struct track_metadata *md, blk_opf_t opf, u64 block,
 	return dm_io(&req, 1, &where, NULL, IOPRIO_DEFAULT);
 }
 
-/* A metadata write failed: carry on in memory, and say so loudly. */
+/*
+ * A metadata write failed: carry on in memory, and say so loudly. Writes
+ * waiting for their intent bits keep waiting until fail_worker() has
+ * marked the stored state invalid; until then a crash must still find
+ * them covered.
+ */
 static void md_fail(struct track_metadata *md, const char *what, int r)
 {
-	struct bio_list bios;
-	struct bio *bio;
-
 	spin_lock_irq(&md->lock);
-	if (md->state == TRACK_PERSIST_FAILED) {
+	if (md->state != TRACK_PERSIST_OK) {
 		spin_unlock_irq(&md->lock);
 		return;
 	}
-	WRITE_ONCE(md->state, TRACK_PERSIST_FAILED);
-	bios = md->deferred;
-	bio_list_init(&md->deferred);
+	WRITE_ONCE(md->state, TRACK_PERSIST_FAILING);
 	spin_unlock_irq(&md->lock);
 
 	DMERR("%s: metadata %s failed (%d): tracking in memory only",
 	      md->name, what, r);
 	queue_work(md->wq, &md->fail_work);
-	while ((bio = bio_list_pop(&bios)))
-		dm_submit_bio_remap(bio, NULL);
 }
 
 enum track_persist track_metadata_state(struct track_metadata *md)
@@ -269,24 +273,34 @@ int track_metadata_admit(struct track_c *tc, struct bio *bio,
 	bool ready = true;
 	u64 r0, r1;
 
-	if (READ_ONCE(md->state) != TRACK_PERSIST_OK)
+	if (READ_ONCE(md->state) == TRACK_PERSIST_FAILED)
 		return DM_MAPIO_REMAPPED;
 
 	count_write(md, tb);
 	bio_regions(md, tb->first, tb->last, &r0, &r1);
 	/* The marks of this write are visible before intent is checked. */
 	smp_mb();
-	if (all_set(md->intent_since, r0, r1) && all_set(md->intent_disk, r0, r1))
-		return DM_MAPIO_REMAPPED;
+	/*
+	 * intent_since before intent_disk: a bit in intent_since set after a
+	 * checkpoint cleared intent_disk must not be seen with the old
+	 * intent_disk. Pairs with md->lock around both updates.
+	 */
+	if (all_set(md->intent_since, r0, r1)) {
+		smp_rmb();	/* intent_since before intent_disk, see above */
+		if (all_set(md->intent_disk, r0, r1))
+			return DM_MAPIO_REMAPPED;
+	}
 
 	spin_lock_irqsave(&md->lock, flags);
-	if (md->state != TRACK_PERSIST_OK) {
+	if (md->state == TRACK_PERSIST_FAILED) {
 		spin_unlock_irqrestore(&md->lock, flags);
 		return DM_MAPIO_REMAPPED;
 	}
 	bitmap_set(md->intent_since, r0, r1 - r0 + 1);
 	if (!all_set(md->intent_disk, r0, r1)) {
-		bitmap_set(md->intent_want, r0, r1 - r0 + 1);
+		/* While failing, fail_worker() releases it. */
+		if (md->state == TRACK_PERSIST_OK)
+			bitmap_set(md->intent_want, r0, r1 - r0 + 1);
 		bio_list_add(&md->deferred, bio);
 		ready = false;
 	}
@@ -588,17 +602,75 @@ static void fail_worker(struct work_struct *ws)
 {
 	struct track_metadata *md = container_of(ws, struct track_metadata,
 						 fail_work);
+	struct bio_list bios;
+	struct bio *bio;
+	int r;
 
 	mutex_lock(&md->io_lock);
 	fill_sb(md, md->tc, md->fail_sb, TRACK_MD_INVALID);
-	if (md_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, 0, 1, md->fail_sb,
-		  false))
-		DMERR("%s: cannot mark the metadata invalid: its set may be stale",
-		      md->name);
+	r = md_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, 0, 1, md->fail_sb,
+		  false);
+	mutex_unlock(&md->io_lock);
+	if (r)
+		DMERR("%s: cannot mark the metadata invalid (%d): its set may be stale",
+		      md->name, r);
 	else
 		DMERR("%s: metadata marked invalid: the next load marks every block dirty",
 		      md->name);
+
+	/* Now the writes that waited for intent bits may go. */
+	spin_lock_irq(&md->lock);
+	md->invalid_on_disk = !r;
+	WRITE_ONCE(md->state, TRACK_PERSIST_FAILED);
+	bios = md->deferred;
+	bio_list_init(&md->deferred);
+	spin_unlock_irq(&md->lock);
+	while ((bio = bio_list_pop(&bios)))
+		dm_submit_bio_remap(bio, NULL);
+}
+
+/*
+ * After a failure: wait until it is recorded, and return 0 if the stored
+ * state is marked invalid (resuming in memory only then loses nothing on
+ * the next load), -EIO if it may still look valid, or 0 if nothing failed.
+ */
+int track_metadata_settle(struct track_metadata *md)
+{
+	if (READ_ONCE(md->state) == TRACK_PERSIST_OK)
+		return 0;
+	flush_work(&md->fail_work);
+	return READ_ONCE(md->invalid_on_disk) ? 0 : -EIO;
+}
+
+/*
+ * The target is suspended: no write is in flight or deferred. Let no
+ * intent update that was still queued reach the device after this; a
+ * reloaded table may own the metadata device next.
+ */
+void track_metadata_suspended(struct track_metadata *md)
+{
+	spin_lock_irq(&md->lock);
+	bitmap_zero(md->intent_want, md->nr_regions);
+	spin_unlock_irq(&md->lock);
+	flush_workqueue(md->wq);
+}
+
+/*
+ * The sets moved to a table that keeps them elsewhere (another metadata
+ * device, or none): what this device holds is stale from now on, so a
+ * later table using it again must find every block dirty.
+ */
+void track_metadata_invalidate(struct track_c *tc)
+{
+	struct track_metadata *md = tc->md;
+	int r;
+
+	mutex_lock(&md->io_lock);
+	r = write_sb(md, tc, TRACK_MD_INVALID);
 	mutex_unlock(&md->io_lock);
+	if (r)
+		DMERR("%s: cannot mark the old metadata invalid (%d): do not reuse it",
+		      md->name, r);
 }
 
 /*
@@ -631,6 +703,13 @@ int track_metadata_checkpoint(struct track_c *tc, bool clean)
 	/* The new generation is visible before the old count is read. */
 	smp_mb();
 	wait_event(md->wait, !atomic_read(&md->inflight[old]));
+	/*
+	 * A clean checkpoint empties the intent map, so nothing may be in
+	 * flight at all. After a suspend that holds already; a device that is
+	 * removed without one gets here with its last writes still going.
+	 */
+	if (clean)
+		wait_event(md->wait, !atomic_read(&md->inflight[!old]));
 
 	r = write_sets(md, rcu_dereference_protected(tc->active,
 						     lockdep_is_held(&tc->lock)),
@@ -889,7 +968,7 @@ int track_metadata_load(struct track_c *tc)
 	       !(flags & TRACK_MD_INVALID);
 
 	if (flags & TRACK_MD_INVALID) {
-		DMWARN("%s: metadata marked invalid by an I/O error: all dirty",
+		DMWARN("%s: stored state marked invalid (an I/O error or a reload): all dirty",
 		       md->name);
 		bs = track_bitset_create(md->nr_blocks, true);
 		if (!bs)

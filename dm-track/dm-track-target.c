@@ -258,6 +258,14 @@ static bool track_take_over(struct track_c *tc)
 			if (!active || old->frozen)
 				lost = "no memory to resize the dirty sets";
 		}
+		/*
+		 * The old table wrote its sets to its metadata device when it
+		 * was suspended. Unless this table keeps them on the same
+		 * device, that copy is stale from now on.
+		 */
+		if (old->md && (!tc->md_dev ||
+				tc->md_dev->bdev != old->md_dev->bdev))
+			track_metadata_invalidate(old);
 		if (!lost) {
 			tc->epoch = old->epoch;
 			tc->frozen_epoch = frozen ? old->frozen_epoch : 0;
@@ -312,6 +320,29 @@ static void track_destroy(struct track_c *tc)
 	for (i = 0; i < tc->argc; i++)
 		kfree(tc->argv[i]);
 	kfree(tc->argv);
+}
+
+/*
+ * Is TC's metadata device used by a track target of another mapped device?
+ * Two devices sharing one would each load the other's set. (A reload of the
+ * same device may use it: the new table takes over from the old one.)
+ */
+static bool md_in_use(struct track_c *tc)
+{
+	struct mapped_device *md = dm_table_get_md(tc->ti->table);
+	struct track_c *other;
+	bool used = false;
+
+	mutex_lock(&track_devices_lock);
+	list_for_each_entry(other, &track_devices, list) {
+		if (other->md_dev && other->md_dev->bdev == tc->md_dev->bdev &&
+		    dm_table_get_md(other->ti->table) != md) {
+			used = true;
+			break;
+		}
+	}
+	mutex_unlock(&track_devices_lock);
+	return used;
 }
 
 static int parse_block_size(struct track_c *tc, const char *arg, char **error)
@@ -486,6 +517,11 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 			r = -EINVAL;
 			goto bad;
 		}
+		if (md_in_use(tc)) {
+			ti->error = "The metadata device is in use by another track device";
+			r = -EBUSY;
+			goto bad;
+		}
 		tc->region_sectors = region_sectors ?:
 				     track_metadata_default_region(tc);
 		r = track_metadata_open(tc, tc->md_dev, &tc->md, &ti->error);
@@ -584,8 +620,10 @@ static void track_postsuspend(struct dm_target *ti)
 	mutex_lock(&tc->lock);
 	if (tc->state == TRACK_LIVE) {
 		WRITE_ONCE(tc->state, TRACK_SUSPENDED);
-		if (tc->md)
+		if (tc->md) {
 			track_metadata_checkpoint(tc, true);
+			track_metadata_suspended(tc->md);
+		}
 	}
 	mutex_unlock(&tc->lock);
 	memalloc_noio_restore(noio);
@@ -616,8 +654,19 @@ static int track_preresume(struct dm_target *ti)
 			r = track_metadata_set_clean(tc, false);
 		else
 			r = track_metadata_checkpoint(tc, false);
+		/*
+		 * Failed, now or before: resuming in memory only is safe once
+		 * the stored state is marked invalid, as the next load then
+		 * marks every block dirty. If even that could not be written,
+		 * a stale set may look valid: refuse.
+		 */
+		if (r && !track_metadata_settle(tc->md)) {
+			DMWARN("%s: metadata device failed: resuming, tracking in memory only",
+			       track_name(tc));
+			r = 0;
+		}
 		if (r) {
-			DMERR("%s: metadata device not writable (%d): not resuming",
+			DMERR("%s: metadata failed, cannot mark it invalid (%d): not resuming",
 			      track_name(tc), r);
 			mutex_unlock(&tc->lock);
 			goto out;

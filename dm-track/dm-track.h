@@ -67,6 +67,7 @@ struct track_metadata;
 enum track_persist {
 	TRACK_PERSIST_NONE,		/* no metadata device */
 	TRACK_PERSIST_OK,
+	TRACK_PERSIST_FAILING,		/* I/O failed; marking it invalid */
 	TRACK_PERSIST_FAILED,		/* metadata I/O failed: memory only */
 };
 
@@ -137,6 +138,9 @@ void track_metadata_close(struct track_metadata *md);
 int track_metadata_load(struct track_c *tc);
 int track_metadata_checkpoint(struct track_c *tc, bool clean);
 int track_metadata_set_clean(struct track_c *tc, bool clean);
+int track_metadata_settle(struct track_metadata *md);
+void track_metadata_suspended(struct track_metadata *md);
+void track_metadata_invalidate(struct track_c *tc);
 int track_metadata_admit(struct track_c *tc, struct bio *bio,
 			 struct track_bio *tb);
 void track_metadata_write_done(struct track_c *tc, struct track_bio *tb);
