@@ -121,7 +121,9 @@ UDS_LAST=0
 # for the timer to fire (with 100 ms of margin for scheduling), which the
 # push bound then allows for; however slow the machine, the bound holds.
 tick_update() {
-	_now=$(now_ms)
+	# now_ms without a subshell: under TCG a fork per update shows
+	read -r _up _rest </proc/uptime
+	_now=${_up%.*}${_up#*.}0
 	if [ "$UDS_LAST" != 0 ]; then
 		_g=$((_now - UDS_LAST))
 		[ $_g -gt "$UDS_MAXGAP" ] && UDS_MAXGAP=$_g

@@ -13,30 +13,40 @@ trace=$UDS_DIR/logtrace.txt
 [ -f "$trace" ] || skip_all "logtrace.txt is missing"
 uds_start || { not_ok "uds-plus starts"; done_testing; }
 check_mode
-line=$(printf '%0400d' 0 | tr 0 x)
-t0=$(now_ms)
 grep -v '^#' "$trace" >"$W/trace"
-while read -r delay bytes; do
-	sleep "$(awk -v m="$delay" 'BEGIN { printf "%.3f", m / 1000 }')"
+# The pause in seconds and the line to append, worked out beforehand: the
+# loop below forks nothing but sleep, so that it keeps up with the trace.
+awk '{ s = ""; for (i = 1; i < $2; i++) s = s "x"
+	printf "%.3f %s\n", $1 / 1000, s }' "$W/trace" >"$W/replay"
+t0=$(now_ms)
+while read -r secs text; do
+	sleep "$secs"
 	tick_update
-	printf '%s\n' "$(echo "$line" | cut -c1-$((bytes - 1)))" \
-		>>"$S/activity.log"
-done <"$W/trace"
+	printf '%s\n' "$text" >>"$S/activity.log"
+done <"$W/replay"
 t1=$(now_ms)
 gaps=$UDS_GAPS
 updates=$(wc -l <"$W/trace")
+trace_gaps=$(awk -v t="$UDS_T_MS" '$1 >= t' "$W/trace" | wc -l)
 if uds_wait_synced; then ok "SYNCFOLDER equals SAVINGBOX"; else
 	not_ok "SYNCFOLDER equals SAVINGBOX"; fi
 pushes=$(uds_status pushes)
 diag "$updates appends in $((t1 - t0)) ms, $gaps pauses of t or more" \
-	"($(grep -v '^#' "$trace" | awk '$1 >= 300' | wc -l) in the trace):" \
+	"($trace_gaps in the trace):" \
 	"$pushes pushes ($(uds_status pushes_timer) timer," \
 	"$(uds_status pushes_failsafe) fail-safe," \
 	"$(uds_status pushes_counter) counter)"
 check "the timer pushed after pauses" [ "$(uds_status pushes_timer)" -ge 1 ]
 check_between "pushes within what t, c and f allow" "$pushes" 1 \
 	"$(push_bound $((t1 - t0)) "$gaps" "$(uds_status pushes_counter)")"
-check "at least 3 appends per push" [ $((pushes * 3)) -le "$updates" ]
+# Batching is the paper's claim for the trace as recorded; a machine too
+# slow to replay it (many more pauses than the trace has) gets a push per
+# pause, which the bound above already allows.
+if [ "$gaps" -le $((trace_gaps * 2 + 5)) ]; then
+	check "at least 3 appends per push" [ $((pushes * 3)) -le "$updates" ]
+else
+	ok "at least 3 appends per push # SKIP the replay was slower than the trace"
+fi
 check "bytes pushed are the bytes appended" \
 	[ "$(uds_status bytes_pushed)" = "$(file_size "$S/activity.log")" ]
 check "uds-plus exits cleanly on SIGTERM" uds_stop
