@@ -11,7 +11,7 @@ set -eu
 PACKAGES="
 	build-essential pkg-config
 	libmnl-dev zlib1g-dev libcmocka-dev libdevmapper-dev
-	dmsetup e2fsprogs util-linux kmod
+	dmsetup e2fsprogs xfsprogs util-linux kmod
 	qemu-system-x86 busybox-static cpio
 	linux-source-6.12 xz-utils
 	flex bison bc libelf-dev libssl-dev dwarves

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Assemble the test VM's initramfs: busybox, dmsetup and e2fsprogs with their
-# libraries, libtrack's tools, the selftests, the dm-track module, and /init.
+# Assemble the test VM's initramfs: busybox, dmsetup, e2fsprogs and mkfs.xfs
+# with their libraries, libtrack's tools, the selftests, the dm-track module,
+# and /init.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 load_kernel_env
@@ -18,8 +19,8 @@ for applet in $("$root/bin/busybox" --list-full); do
 done
 
 # Programs from the host the tests use, with their libraries.
-host_progs="/sbin/dmsetup /sbin/mke2fs /sbin/e2fsck /sbin/blkdiscard
-	/usr/bin/cmp /usr/bin/setpriv"
+host_progs="/sbin/dmsetup /sbin/mke2fs /sbin/e2fsck /sbin/mkfs.xfs
+	/sbin/blkdiscard /usr/bin/cmp /usr/bin/setpriv"
 for p in $host_progs; do
 	[ -x "$p" ] || die "$p is missing; run scripts/deps.sh"
 	# The real program replaces busybox's applet of the same name.
