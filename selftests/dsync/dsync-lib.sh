@@ -1,13 +1,17 @@
 # Helpers for the dsync VM tests (sourced; busybox sh).
 #
-# The source is a dm-track device $NAME over /dev/vdc, the replica
-# /dev/vdd (both 256 MiB). Output is TAP; a test without dm-track exits 4
-# (KSFT_SKIP).
+# The source is a dm-track device $NAME over the first $DEV_MB MiB of
+# /dev/vdc, the replica the first $DEV_MB MiB of /dev/vdd (dm-linear slices:
+# what is proven does not depend on the size, and under TCG every copy and
+# comparison of the whole device costs seconds). A test that wants more
+# sets DSYNC_DEV_MB before sourcing this (at most 256). Output is TAP; a
+# test without dm-track exits 4 (KSFT_SKIP).
 
+DEV_MB=${DSYNC_DEV_MB:-64}
 NAME=dsync-src
 SRC=/dev/mapper/$NAME
-SRC_DISK=/dev/vdc
-DST=/dev/vdd
+SRC_DISK=/dev/mapper/dsync-a
+DST=/dev/mapper/dsync-b
 MNT=/mnt/dsync-src
 RMNT=/mnt/dsync-dst
 T=/tmp/dsync.$$
@@ -48,6 +52,8 @@ cleanup() {
 	umount $MNT 2>/dev/null
 	umount $RMNT 2>/dev/null
 	dmsetup remove --noudevsync $NAME 2>/dev/null
+	dmsetup remove --noudevsync dsync-a 2>/dev/null
+	dmsetup remove --noudevsync dsync-b 2>/dev/null
 	rm -rf $T
 }
 
@@ -75,11 +81,16 @@ need_track() {
 }
 
 # setup [FS_SIZE]: a fresh dm-track device with ext4 on it (on the whole
-# device, or its first FS_SIZE), and a blank replica.
+# device, or its first FS_SIZE), and a replica whose start is blank.
 setup() {
 	trap cleanup EXIT
 	cleanup
 	mkdir -p $T $MNT $RMNT
+	dmsetup create --noudevsync dsync-a \
+		--table "0 $((DEV_MB * 2048)) linear /dev/vdc 0" &&
+		dmsetup create --noudevsync dsync-b \
+			--table "0 $((DEV_MB * 2048)) linear /dev/vdd 0" ||
+		bail "the $DEV_MB MiB slices of /dev/vdc and /dev/vdd"
 	dd if=/dev/zero of=$DST bs=1M count=8 2>/dev/null
 	dmtrack create $NAME $SRC_DISK 2>$T/err || bail "dmtrack create"
 	mkfs.ext4 -q -F $SRC $1 >$T/err 2>&1 || bail "mkfs.ext4 on $SRC"

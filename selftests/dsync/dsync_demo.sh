@@ -1,6 +1,7 @@
 #!/bin/sh
 # make demo: a real incremental sync of ext4 on dm-track, with the bytes
 # sent against the size of the device.
+DSYNC_DEV_MB=256
 . "$(dirname "$0")/dsync-lib.sh"
 need_track
 setup

@@ -17,7 +17,7 @@ ok "seeding with --all succeeds"
 check "the seeded replica is identical" identical
 check "the seeded replica is a clean ext4 with the same files" \
 	replica_fs_matches
-size=$(blockdev --getsize64 $SRC 2>/dev/null || echo $((256 << 20)))
+size=$(blockdev --getsize64 $SRC 2>/dev/null || echo $((DEV_MB << 20)))
 
 for i in 1 2 3; do
 	committed=$(status committed_epoch)

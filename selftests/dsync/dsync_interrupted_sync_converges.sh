@@ -16,7 +16,7 @@ xpipe --all || { xpipe_diag; bail "seeding"; }
 
 # dirty a lot, so that the streams below take a while
 mount $SRC $MNT || bail "mount $SRC"
-workload w1 48
+workload w1 32
 umount $MNT
 dirty=$(status dirty_active)
 committed=$(status committed_epoch)

@@ -1,12 +1,15 @@
 #!/bin/sh
 # Writers keep writing while incremental syncs run: two through ext4 on the
-# dm-track device, one with O_DIRECT straight into the device's last 64 MiB
-# (outside the file system). Every sync succeeds, and once the writers stop
+# dm-track device, one with O_DIRECT straight into the device's last
+# quarter (outside the file system). Every sync succeeds, and once the writers stop
 # and the file system is unmounted, one more sync makes the replica
 # byte-identical: no write made during a sync is ever lost.
 . "$(dirname "$0")/dsync-lib.sh"
 need_track
-setup 192M
+setup $((DEV_MB * 3 / 4))M
+# the raw writer's blocks: the last quarter, less 16 for its longest write
+raw_first=$((DEV_MB * 256 * 3 / 4))
+raw_span=$((DEV_MB * 256 / 4 - 16))
 
 mount $SRC $MNT || bail "mount $SRC"
 workload w0 8
@@ -24,12 +27,12 @@ writer() {
 		_j=$((_j + 1))
 	done
 }
-# raw writer: O_DIRECT writes of 1 to 16 blocks into the last 64 MiB
+# raw writer: O_DIRECT writes of 1 to 16 blocks into the last quarter
 raw_writer() {
 	_j=0
 	while [ ! -f $T/stop ]; do
 		dd if=/dev/urandom of=$SRC bs=4k count=$((1 + _j % 16)) \
-			seek=$((49152 + (_j * 4099) % 16368)) oflag=direct \
+			seek=$((raw_first + (_j * 4099) % raw_span)) oflag=direct \
 			conv=notrunc 2>/dev/null
 		_j=$((_j + 1))
 	done
