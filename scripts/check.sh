@@ -1,7 +1,11 @@
 #!/bin/bash
 # Run every test: build the test kernel and initramfs, run the host tests
-# (cmocka unit tests in build/tests, shell tests in tests/*.sh), then the VM
+# (cmocka unit tests in build/tests, shell tests in tests/*.sh) and the VM
 # tests, and print one closing line for all of them.
+#
+# The VM tests start first and run in the background while the host tests
+# run (most of either is waiting: on QEMU, on timers); the host results
+# are printed as they come, the VM results after them.
 #
 # Usage: scripts/check.sh [--host-only | --vm-only]
 #
@@ -65,6 +69,12 @@ run_host_test() {
 	return 0
 }
 
+if [ $vm = 1 ]; then
+	"$top/scripts/vm-run.sh" --out "$out/vm" >"$out/vm.out" 2>&1 &
+	vm_pid=$!
+	trap 'kill $vm_pid 2>/dev/null' EXIT
+fi
+
 if [ $host = 1 ]; then
 	tests=()
 	for t in "$top"/build/tests/test_* "$top"/tests/*.sh; do
@@ -80,7 +90,10 @@ if [ $host = 1 ]; then
 fi
 
 if [ $vm = 1 ]; then
-	"$top/scripts/vm-run.sh" --out "$out/vm" || status=1
+	# What the VM tests printed so far, then the rest as it comes.
+	tail -n +1 -f --pid=$vm_pid "$out/vm.out"
+	wait $vm_pid || status=1
+	trap - EXIT
 	taps+=("$out/vm/vm.tap")
 fi
 

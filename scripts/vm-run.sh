@@ -2,22 +2,27 @@
 # Boot the patched kernel in QEMU and run the VM tests (or the demo).
 #
 # Usage: scripts/vm-run.sh [--demo | --bench] [--boot NAME]... [--only REGEX]
-#                          [--out DIR]
+#                          [--out DIR] [--jobs N]
 #
 # The entries of build/selftests/tests.list are grouped by their boot column;
-# each boot is one QEMU run, in the order the boots first appear. The disks
-# (four virtio disks backed by sparse files) persist from one boot to the
-# next within a run, so a test can crash the VM in one boot and check what
-# survived in the next. Boots named demo* run only with --demo, boots named
-# bench* only with --bench, and then their output is shown as it comes.
+# each boot is one QEMU run. Boots whose names differ only in trailing digits
+# (crash1, crash2) form a chain: they run one after another on the same four
+# virtio disks (sparse files), so a test can crash the VM in one boot and
+# check what survived in the next. Chains are independent, each with disks
+# of its own, and run side by side, up to --jobs at once (default: the
+# number of CPUs; 1 for --demo and --bench, whose output is shown as it
+# comes and whose timings must not share the machine).
 #
-# Writes DIR/vm.tap (every boot's results, KTAP) and DIR/console-BOOT.log.
-# Exit status: 0 when every entry passed or skipped, 1 otherwise.
+# Writes DIR/vm.tap (every boot's results, KTAP, in list order) and
+# DIR/console-BOOT.log. Exit status: 0 when every entry passed or skipped,
+# 1 otherwise.
 #
 # Environment:
-#   LIBTRACK_KVM=1     use KVM instead of TCG (never required)
-#   LIBTRACK_VM_MEM    guest memory (default 2G)
-#   LIBTRACK_VM_CPUS   guest CPUs (default 2)
+#   LIBTRACK_KVM=1       use KVM instead of TCG (never required)
+#   LIBTRACK_VM_MEM      guest memory (default 2G)
+#   LIBTRACK_VM_CPUS     guest CPUs (default 2)
+#   LIBTRACK_VM_JOBS     QEMU instances at once (default: number of CPUs)
+#   LIBTRACK_ONLY        like --only
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -25,6 +30,7 @@ demo=0
 kind=demo
 only=${LIBTRACK_ONLY:-}
 out="$top/build/vm"
+jobs=${LIBTRACK_VM_JOBS:-$(nproc)}
 boots=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -33,10 +39,13 @@ while [ $# -gt 0 ]; do
 	--boot) boots+=("$2"); shift ;;
 	--out) out=$2; shift ;;
 	--only) only=$2; shift ;;
-	*) die "usage: vm-run.sh [--demo] [--boot NAME]... [--only REGEX] [--out DIR]" ;;
+	--jobs) jobs=$2; shift ;;
+	*) die "usage: vm-run.sh [--demo | --bench] [--boot NAME]... [--only REGEX] [--out DIR] [--jobs N]" ;;
 	esac
 	shift
 done
+[ $demo = 1 ] && jobs=1
+[ "$jobs" -ge 1 ] 2>/dev/null || die "--jobs wants a number of 1 or more, not '$jobs'"
 
 load_kernel_env
 initrd="$top/build/initramfs.cpio"
@@ -56,12 +65,6 @@ if [ ${#boots[@]} -eq 0 ]; then
 fi
 [ ${#boots[@]} -gt 0 ] || die "no boots to run in $list"
 
-rm -rf "$out"
-mkdir -p "$out/disks"
-for d in vda:2G vdb:2G vdc:256M vdd:256M; do
-	truncate -s "${d#*:}" "$out/disks/${d%%:*}.img"
-done
-
 accel="-accel tcg,thread=multi -cpu max"
 if [ "${LIBTRACK_KVM:-0}" = 1 ]; then
 	accel="-accel kvm -cpu host"
@@ -70,9 +73,28 @@ fi
 # Kernel log lines that fail a run wherever they appear.
 problems='BUG:|WARNING:|Oops|KASAN|general protection fault|Kernel panic|INFO: task .* blocked|possible circular locking|inconsistent lock state|suspicious RCU usage|INFO: rcu|UBSAN'
 
-status=0
-: >"$out/vm.tap"
-for boot in "${boots[@]}"; do
+# mawk, Debian's awk, fills its whole input buffer before it looks at a
+# line; results would show up minutes late.
+live_awk=(awk)
+if awk -W version 2>/dev/null | grep -q mawk; then
+	live_awk=(awk -W interactive)
+fi
+
+# The chain a boot belongs to: its name without trailing digits.
+chain_of() {
+	local c=$1
+
+	while [ "${c%[0-9]}" != "$c" ]; do
+		c=${c%[0-9]}
+	done
+	echo "$c"
+}
+
+# One QEMU run of BOOT on the disks in DISKS; its KTAP goes to
+# $out/tap-BOOT, and what a person should see to stdout and stderr.
+run_boot() {
+	local boot=$1 disks=$2 budget console results qrc
+
 	budget=$(grep -v '^[[:space:]]*#' "$list" | grep -E -- "${only:-.}" |
 		awk -v b="$boot" '$1 == b { t += $2 } END { print t + 120 }')
 	console="$out/console-$boot.log"
@@ -87,12 +109,13 @@ for boot in "${boots[@]}"; do
 		-kernel "$KIMAGE" -initrd "$initrd" \
 		-append "console=ttyS0 libtrack.boot=$boot ${only:+libtrack.only=$only} panic=-1 log_buf_len=8M loglevel=5 printk.devkmsg=on" \
 		-serial "file:$console" -serial stdio \
-		-drive "file=$out/disks/vda.img,if=virtio,format=raw,cache=writeback" \
-		-drive "file=$out/disks/vdb.img,if=virtio,format=raw,cache=writeback" \
-		-drive "file=$out/disks/vdc.img,if=virtio,format=raw,cache=writeback" \
-		-drive "file=$out/disks/vdd.img,if=virtio,format=raw,cache=writeback" \
-		</dev/null 2>"$out/qemu-$boot.err" | tr -d '\r' | tee "$results" |
-		awk -v demo=$demo -v boot="$boot" '
+		-drive "file=$disks/vda.img,if=virtio,format=raw,cache=writeback" \
+		-drive "file=$disks/vdb.img,if=virtio,format=raw,cache=writeback" \
+		-drive "file=$disks/vdc.img,if=virtio,format=raw,cache=writeback" \
+		-drive "file=$disks/vdd.img,if=virtio,format=raw,cache=writeback" \
+		</dev/null 2>"$out/qemu-$boot.err" | sed -u 's/\r$//' |
+		tee "$results" |
+		"${live_awk[@]}" -v demo=$demo -v boot="$boot" '
 			demo && /^    / { sub(/^    /, ""); if ($0 !~ /^(TAP version|1\.\.|ok |not ok )/) print; fflush(); next }
 			demo && /^not ok / { print "FAILED: " $0; fflush(); next }
 			demo { next }
@@ -100,16 +123,21 @@ for boot in "${boots[@]}"; do
 			/^# TIME / { secs = " (" $4 " s)"; next }
 			/^    / { buf = buf $0 "\n"; next }
 			/^(not )?ok / {
-				print "vm[" boot "]: " $0 secs
-				if ($1 == "not") printf "%s", buf
+				# One write, so that boots running side by side
+				# do not interleave a failure with its details.
+				line = "vm[" boot "]: " $0 secs "\n"
+				if ($1 == "not") line = line buf
+				printf "%s", line
 				fflush()
 			}'
 	qrc=${PIPESTATUS[0]}
 	if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
 		echo "vm: boot '$boot' timed out after ${budget}s" >&2
 	elif [ "$qrc" != 0 ]; then
-		echo "vm: qemu exited with status $qrc:" >&2
-		sed 's/^/vm:   /' "$out/qemu-$boot.err" >&2
+		{
+			echo "vm: qemu exited with status $qrc:"
+			sed 's/^/vm:   /' "$out/qemu-$boot.err"
+		} >&2
 	fi
 
 	# Entries that never reported: the VM died, hung or rebooted.
@@ -147,16 +175,70 @@ for boot in "${boots[@]}"; do
 			echo "not ok 0 kernel-log-$boot # the kernel reported a problem"
 			sed 's/^/    # /' "$out/kernel-$boot.log"
 		fi
-	} >>"$out/vm.tap"
+	} >"$out/tap-$boot"
 	if [ -s "$out/kernel-$boot.log" ]; then
-		echo "vm[$boot]: the kernel reported a problem:" >&2
-		head -n 20 "$out/kernel-$boot.log" | sed 's/^/vm:   /' >&2
-		status=1
+		{
+			echo "vm[$boot]: the kernel reported a problem:"
+			head -n 20 "$out/kernel-$boot.log" | sed 's/^/vm:   /'
+		} >&2
 	fi
+}
+
+# The boots of one chain, in order, on fresh disks of their own.
+run_chain() {
+	local chain=$1 boot disks="$out/disks-$1"
+
+	mkdir -p "$disks"
+	for d in vda:2G vdb:2G vdc:256M vdd:256M; do
+		truncate -s "${d#*:}" "$disks/${d%%:*}.img"
+	done
+	for boot in "${boots[@]}"; do
+		[ "$(chain_of "$boot")" = "$chain" ] && run_boot "$boot" "$disks"
+	done
+	rm -rf "$disks"
+}
+
+rm -rf "$out"
+mkdir -p "$out"
+
+chains=()
+for boot in "${boots[@]}"; do
+	c=$(chain_of "$boot")
+	case " ${chains[*]} " in *" $c "*) ;; *) chains+=("$c") ;; esac
 done
 
-# The verdict: every top-level entry ok (or skipped), none missing.
-if grep -q '^not ok ' "$out/vm.tap"; then
-	status=1
-fi
-exit $status
+# Interrupted: stop every QEMU (through its timeout) and every chain.
+pids=()
+stop_chains() {
+	local p
+
+	for p in "${pids[@]}"; do
+		pkill -TERM -P "$p"
+		kill "$p"
+	done 2>/dev/null
+}
+trap 'stop_chains; exit 1' INT TERM
+trap stop_chains EXIT
+for c in "${chains[@]}"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+		wait -n
+	done
+	run_chain "$c" &
+	pids+=($!)
+done
+wait
+trap - EXIT
+
+# The verdict: every top-level entry ok (or skipped), none missing, no
+# kernel problem, from the results of every boot in list order.
+: >"$out/vm.tap"
+for boot in "${boots[@]}"; do
+	if [ -f "$out/tap-$boot" ]; then
+		cat "$out/tap-$boot" >>"$out/vm.tap"
+	else
+		echo "not ok 1 boot-$boot # the runner did not run this boot" \
+			>>"$out/vm.tap"
+	fi
+done
+grep -q '^not ok ' "$out/vm.tap" && exit 1
+exit 0
