@@ -145,8 +145,8 @@ static bool has_report_range(void)
 }
 
 /*
- * A watched directory DIR (tmpfs, or ext4 on a VM disk for the variant
- * that needs a block device) with FILE inside, opened as FD.
+ * A watched directory DIR with FILE inside, opened as FD: on tmpfs, or on a
+ * file system made on a VM disk (ext4; XFS, which also clones ranges).
  */
 FIXTURE(dir) {
 	char dir[64];
@@ -157,22 +157,54 @@ FIXTURE(dir) {
 };
 
 FIXTURE_VARIANT(dir) {
-	bool ext4;
+	const char *fs;		/* NULL: tmpfs */
+	const char *mkfs;
+	const char *disk;
 };
 
-FIXTURE_VARIANT_ADD(dir, tmpfs) { .ext4 = false };
-FIXTURE_VARIANT_ADD(dir, ext4) { .ext4 = true };
+FIXTURE_VARIANT_ADD(dir, tmpfs) { .fs = NULL };
+FIXTURE_VARIANT_ADD(dir, ext4) {
+	.fs = "ext4", .mkfs = "mkfs.ext4 -q -F", .disk = VM_DISK_D,
+};
+/* XFS wants 300 MB or more; -K: no discard of the whole disk first. */
+FIXTURE_VARIANT_ADD(dir, xfs) {
+	.fs = "xfs", .mkfs = "mkfs.xfs -q -f -K", .disk = VM_DISK_B,
+};
+
+static bool fs_supported(const char *fs)
+{
+	char line[128];
+	bool found = false;
+	FILE *f = fopen("/proc/filesystems", "r");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		found = !strcmp(line + strcspn(line, "\t") + 1, fs);
+	}
+	fclose(f);
+	return found;
+}
+
+static bool reflinks(const char *fs)
+{
+	return fs && !strcmp(fs, "xfs");
+}
 
 FIXTURE_SETUP(dir)
 {
 	if (!has_report_range())
 		SKIP(return, "this kernel has no IN_REPORT_RANGE");
+	if (variant->fs && !fs_supported(variant->fs))
+		SKIP(return, "this kernel has no %s", variant->fs);
 	strcpy(self->dir, "/tmp/inotify-range.XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
-	if (variant->ext4) {
-		ASSERT_EQ(0, vm_run("mkfs.ext4 -q -F %s >/dev/null 2>&1",
-				    VM_DISK_D));
-		ASSERT_EQ(0, mount(VM_DISK_D, self->dir, "ext4", 0, NULL));
+	if (variant->fs) {
+		ASSERT_EQ(0, vm_run("%s %s >/dev/null 2>&1", variant->mkfs,
+				    variant->disk));
+		ASSERT_EQ(0, mount(variant->disk, self->dir, variant->fs, 0,
+				   NULL));
 		self->mounted = true;
 	}
 	snprintf(self->file, sizeof(self->file), "%s/file", self->dir);
@@ -313,8 +345,8 @@ TEST_F(dir, aio_direct_write_reports_its_range)
 	void *buf;
 	int dfd;
 
-	if (!variant->ext4)
-		SKIP(return, "direct I/O is tested on ext4");
+	if (!variant->fs)
+		SKIP(return, "direct I/O is tested on a disk file system");
 	ASSERT_EQ(0, posix_memalign(&buf, 4096, 8192));
 	memset(buf, 'd', 8192);
 	/* allocated and written blocks: the direct write is an overwrite */
@@ -393,13 +425,48 @@ TEST_F(dir, clone_range_reports_the_destination_range)
 	drain(&self->r);
 	fcr.src_fd = in;
 	if (ioctl(self->fd, FICLONERANGE, &fcr)) {
+		int e = errno;
+
 		close(in);
-		if (errno == EOPNOTSUPP || errno == EXDEV || errno == EINVAL)
+		/* XFS reflinks: there, the test must run. */
+		if (!reflinks(variant->fs) &&
+		    (e == EOPNOTSUPP || e == EXDEV || e == EINVAL))
 			SKIP(return, "no reflink on this filesystem");
-		ASSERT_EQ(0, errno);
+		ASSERT_EQ(0, e);
 	}
 	close(in);
 	EXPECT_RANGE(&self->r, 8192, 4096);
+}
+
+/* Deduplication leaves the data as it was: no event, as upstream. */
+TEST_F(dir, dedupe_range_sends_no_modify)
+{
+	struct file_dedupe_range *fdr;
+	char b[4096];
+	int in = make_source(self->dir, "");
+
+	if (!reflinks(variant->fs)) {
+		close(in);
+		SKIP(return, "no reflink on this filesystem");
+	}
+	memset(b, 9, sizeof(b));
+	ASSERT_LE(0, in);
+	ASSERT_EQ(4096, write(in, b, 4096));
+	ASSERT_EQ(4096, pwrite(self->fd, b, 4096, 0));
+	ASSERT_EQ(0, fsync(in));
+	ASSERT_EQ(0, fsync(self->fd));
+	drain(&self->r);
+	fdr = calloc(1, sizeof(*fdr) + sizeof(fdr->info[0]));
+	ASSERT_NE(NULL, fdr);
+	fdr->src_length = 4096;
+	fdr->dest_count = 1;
+	fdr->info[0].dest_fd = self->fd;
+	ASSERT_EQ(0, ioctl(in, FIDEDUPERANGE, fdr));
+	EXPECT_EQ(FILE_DEDUPE_RANGE_SAME, fdr->info[0].status);
+	EXPECT_EQ(4096, fdr->info[0].bytes_deduped);
+	free(fdr);
+	close(in);
+	EXPECT_NO_MORE_MODIFY(&self->r);
 }
 
 TEST_F(dir, fallocate_reports_each_mode)
@@ -409,10 +476,47 @@ TEST_F(dir, fallocate_reports_each_mode)
 	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_PUNCH_HOLE |
 			       FALLOC_FL_KEEP_SIZE, 4096, 8192));
 	EXPECT_RANGE(&self->r, 4096, 8192);
-	if (!variant->ext4)
+	if (!variant->fs)
 		return;		/* tmpfs has no zero range */
 	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_ZERO_RANGE, 20480, 100));
 	EXPECT_RANGE(&self->r, 20480, 100);
+}
+
+/*
+ * Collapse and insert range move everything after the offset: the range
+ * runs to the old end of file (collapse) or the new one (insert).
+ */
+TEST_F(dir, collapse_and_insert_report_the_data_they_move)
+{
+	if (!variant->fs)
+		SKIP(return, "tmpfs cannot collapse or insert ranges");
+	ASSERT_EQ(65536, pwrite(self->fd, fill, 65536, 0));
+	ASSERT_EQ(0, fsync(self->fd));
+	drain(&self->r);
+	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_COLLAPSE_RANGE, 8192,
+			       4096));
+	EXPECT_RANGE(&self->r, 8192, 65536 - 8192);
+	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_INSERT_RANGE, 4096, 4096));
+	EXPECT_RANGE(&self->r, 4096, 65536 - 4096);
+}
+
+/* io_uring's fallocate: the range, and no second plain event. */
+TEST_F(dir, io_uring_fallocate_reports_its_range_once)
+{
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+
+	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_fallocate(sqe, self->fd, 0, 4096, 16384);
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	ASSERT_EQ(0, cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	io_uring_queue_exit(&ring);
+	EXPECT_RANGE(&self->r, 4096, 16384);
+	EXPECT_NO_MORE_MODIFY(&self->r);
 }
 
 TEST_F(dir, truncate_reports_the_range_between_old_and_new_size)
@@ -546,6 +650,33 @@ TEST(watched_file_gets_range_after_nul_padding)
 	close(r->fd);
 	free(r);
 	vm_run("rm -rf %s", dir);
+}
+
+/*
+ * A character device's ->write may ignore the position (/dev/null never
+ * moves it): such a write has no range to report, only the event.
+ */
+TEST(character_device_write_has_no_range)
+{
+	struct reader r = { 0 };
+	struct ev e;
+	int fd;
+
+	if (!has_report_range())
+		SKIP(return, "this kernel has no IN_REPORT_RANGE");
+	r.fd = inotify_init1(IN_REPORT_RANGE | IN_NONBLOCK);
+	ASSERT_LE(0, r.fd);
+	ASSERT_LE(0, inotify_add_watch(r.fd, "/dev/null", IN_MODIFY));
+	fd = open("/dev/null", O_WRONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(5, write(fd, "bytes", 5));
+	ASSERT_EQ(5, pwrite(fd, "bytes", 5, 100));
+	close(fd);
+	ASSERT_EQ(1, next_modify(&r, &e));
+	EXPECT_FALSE(e.range)
+		TH_LOG("a range %llu+%llu for /dev/null",
+		       (unsigned long long)e.off, (unsigned long long)e.count);
+	close(r.fd);
 }
 
 TEST(instance_without_flag_sees_the_upstream_format)
