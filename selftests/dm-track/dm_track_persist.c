@@ -18,6 +18,23 @@ static void create(struct __test_metadata *_metadata, const char *table)
 			    table));
 }
 
+/*
+ * Create the device with TABLE (the kernel log marked with TAG first):
+ * every block must come back dirty, and the log say WHY.
+ */
+static void create_all_dirty(struct __test_metadata *_metadata,
+			     const char *table, const char *tag,
+			     const char *why)
+{
+	struct track_dm_status st;
+
+	vm_kmsg_mark(tag);
+	create(_metadata, table);
+	ASSERT_EQ(0, tt_status(TT_NAME, &st));
+	EXPECT_EQ(st.nr_blocks, st.dirty_active);
+	EXPECT_TRUE(vm_kmsg_has(tag, why));
+}
+
 FIXTURE(persist) {
 	struct tt_extents x;
 	struct track_dm *dm;
@@ -106,17 +123,12 @@ TEST_F(persist, uncommitted_frozen_blocks_survive_as_dirty)
 
 TEST_F(persist, corrupt_superblock_means_all_dirty_and_says_why)
 {
-	struct track_dm_status st;
-
 	create(_metadata, TABLE_CLEAN);
 	tt_remove(TT_NAME);
 	ASSERT_EQ(0, vm_run("printf garbage | dd of=" VM_DISK_D
 			    " bs=1 seek=100 conv=notrunc 2>/dev/null && sync"));
-	vm_kmsg_mark("corrupt");
-	create(_metadata, TABLE_CLEAN);
-	ASSERT_EQ(0, tt_status(TT_NAME, &st));
-	EXPECT_EQ(st.nr_blocks, st.dirty_active);
-	EXPECT_TRUE(vm_kmsg_has("corrupt", "superblock checksum is wrong"));
+	create_all_dirty(_metadata, TABLE_CLEAN, "corrupt",
+			 "superblock checksum is wrong");
 }
 
 TEST_F(persist, corrupt_slot_marks_only_its_blocks_dirty)
@@ -145,16 +157,11 @@ TEST_F(persist, corrupt_slot_marks_only_its_blocks_dirty)
 
 TEST_F(persist, other_block_size_means_all_dirty)
 {
-	struct track_dm_status st;
-
 	create(_metadata, TABLE_CLEAN);
 	tt_remove(TT_NAME);
-	vm_kmsg_mark("geometry");
-	create(_metadata, "0 2097152 track " VM_DISK_B " 0 16 3 metadata "
-			  VM_DISK_D " clean");
-	ASSERT_EQ(0, tt_status(TT_NAME, &st));
-	EXPECT_EQ(st.nr_blocks, st.dirty_active);
-	EXPECT_TRUE(vm_kmsg_has("geometry", "another block size"));
+	create_all_dirty(_metadata, "0 2097152 track " VM_DISK_B
+			 " 0 16 3 metadata " VM_DISK_D " clean",
+			 "geometry", "another block size");
 }
 
 TEST_F(persist, growing_the_device_keeps_the_set_and_dirties_new_blocks)
@@ -245,12 +252,9 @@ TEST_F(persist, failed_intent_write_marks_the_metadata_invalid)
 			    "echo '0 524288 linear " VM_DISK_D " 0' | "
 			    "dmsetup load lt-flaky && "
 			    "dmsetup resume --noudevsync lt-flaky"));
-	vm_kmsg_mark("repaired");
-	create(_metadata, "0 2097152 track " VM_DISK_B
-			  " 0 8 3 metadata /dev/mapper/lt-flaky clean");
-	ASSERT_EQ(0, tt_status(TT_NAME, &st));
-	EXPECT_EQ(st.nr_blocks, st.dirty_active);
-	EXPECT_TRUE(vm_kmsg_has("repaired", "stored state marked invalid"));
+	create_all_dirty(_metadata, "0 2097152 track " VM_DISK_B
+			 " 0 8 3 metadata /dev/mapper/lt-flaky clean",
+			 "repaired", "stored state marked invalid");
 	tt_remove(TT_NAME);
 	tt_remove("lt-flaky");
 }
@@ -288,11 +292,8 @@ TEST_F(persist, reload_away_from_the_metadata_device_invalidates_it)
 	tt_remove(TT_NAME);
 
 	/* Block 6 was never stored there: everything must be dirty. */
-	vm_kmsg_mark("back");
-	create(_metadata, TABLE_CLEAN);
-	ASSERT_EQ(0, tt_status(TT_NAME, &st));
-	EXPECT_EQ(st.nr_blocks, st.dirty_active);
-	EXPECT_TRUE(vm_kmsg_has("back", "stored state marked invalid"));
+	create_all_dirty(_metadata, TABLE_CLEAN, "back",
+			 "stored state marked invalid");
 }
 
 /* Two devices sharing a metadata device would load each other's sets. */
