@@ -4,6 +4,8 @@
  * metadata device) and reloading its table (without one); corrupt metadata
  * errs towards dirty, and the kernel log says why.
  */
+#include <time.h>
+
 #include "kselftest_harness.h"
 #include "track_test.h"
 
@@ -210,28 +212,41 @@ TEST_F(persist, table_reload_keeps_sets_and_epochs)
  * A write whose intent bit cannot be written waits until the stored state
  * is marked invalid: had it gone first, a crash before that mark would
  * load a set without it. The superblock write is slowed down (dm-delay)
- * so that the order shows.
+ * so that the order shows in how long the write takes.
  */
 TEST_F(persist, failed_intent_write_marks_the_metadata_invalid)
 {
 	struct track_dm_status st;
+	struct timespec t0, t1;
 
 	tt_remove("lt-flaky");
 	ASSERT_EQ(0, vm_run("echo '0 524288 linear " VM_DISK_D " 0' | "
 			    "dmsetup create --noudevsync lt-flaky"));
 	create(_metadata, "0 2097152 track " VM_DISK_B
 			  " 0 8 3 metadata /dev/mapper/lt-flaky clean");
-	/* Now the superblock can be written, slowly; the rest of it not. */
+	/*
+	 * Now the superblock can be written, in 3 s; the rest of it not.
+	 * Flushes are not delayed: dm sends them to the metadata device too,
+	 * and an fsync must not wait for the superblock either way.
+	 */
 	ASSERT_EQ(0, vm_run("dmsetup suspend --noudevsync lt-flaky && "
 			    "printf '0 8 delay " VM_DISK_D " 0 0 " VM_DISK_D
-			    " 0 1500\\n8 524280 error\\n' | "
+			    " 0 3000 " VM_DISK_D " 0 0\\n8 524280 error\\n' | "
 			    "dmsetup load lt-flaky && "
 			    "dmsetup resume --noudevsync lt-flaky"));
 	vm_kmsg_mark("flaky");
-	/* The first write to a region needs an intent write, which fails. */
+	/*
+	 * The first write to a region needs an intent write, which fails.
+	 * The write may complete only after the invalid superblock, which
+	 * takes 3 s: sooner means it went while a crash would lose it.
+	 */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 150000 * BS, BS));
-	EXPECT_TRUE(vm_kmsg_has("flaky", "metadata marked invalid"))
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	EXPECT_LE(2500, (t1.tv_sec - t0.tv_sec) * 1000 +
+			(t1.tv_nsec - t0.tv_nsec) / 1000000)
 		TH_LOG("the write completed before the failure was recorded");
+	EXPECT_TRUE(vm_kmsg_has("flaky", "metadata marked invalid"));
 	ASSERT_EQ(0, tt_status(TT_NAME, &st));
 	EXPECT_EQ(TRACK_DM_PERSIST_FAILED, st.persist);
 	EXPECT_EQ(1, st.dirty_active);
