@@ -593,6 +593,18 @@ static int write_sb(struct track_metadata *md, struct track_c *tc,
 		     false);
 }
 
+/* The superblock, taking io_lock: for callers that do not hold it. */
+static int write_sb_locked(struct track_metadata *md, struct track_c *tc,
+			   u32 flags)
+{
+	int r;
+
+	mutex_lock(&md->io_lock);
+	r = write_sb(md, tc, flags);
+	mutex_unlock(&md->io_lock);
+	return r;
+}
+
 /*
  * A metadata write failed: the stored set and intent map may be missing
  * writes from now on, so mark them invalid (every block dirty on the next
@@ -665,9 +677,7 @@ void track_metadata_invalidate(struct track_c *tc)
 	struct track_metadata *md = tc->md;
 	int r;
 
-	mutex_lock(&md->io_lock);
-	r = write_sb(md, tc, TRACK_MD_INVALID);
-	mutex_unlock(&md->io_lock);
+	r = write_sb_locked(md, tc, TRACK_MD_INVALID);
 	if (r)
 		DMERR("%s: cannot mark the old metadata invalid (%d): do not reuse it",
 		      md->name, r);
@@ -750,9 +760,7 @@ int track_metadata_set_clean(struct track_c *tc, bool clean)
 	if (READ_ONCE(md->state) != TRACK_PERSIST_OK)
 		return -EIO;
 
-	mutex_lock(&md->io_lock);
-	r = write_sb(md, tc, clean ? TRACK_MD_CLEAN : 0);
-	mutex_unlock(&md->io_lock);
+	r = write_sb_locked(md, tc, clean ? TRACK_MD_CLEAN : 0);
 	if (r)
 		md_fail(md, "superblock update", r);
 	return r;
@@ -1027,9 +1035,7 @@ install:
 	 * one: mark the old one invalid first, so a crash in between loads
 	 * everything dirty rather than a mix.
 	 */
-	mutex_lock(&md->io_lock);
-	r = write_sb(md, tc, TRACK_MD_INVALID);
-	mutex_unlock(&md->io_lock);
+	r = write_sb_locked(md, tc, TRACK_MD_INVALID);
 	if (r)
 		md_fail(md, "superblock update", r);
 	return 0;
