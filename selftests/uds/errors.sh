@@ -39,22 +39,32 @@ then
 	done_testing
 fi
 trap 'umount "$D" 2>/dev/null; _uds_cleanup' EXIT
+
+# full_and_pending FULL PENDING: the push stopped on the full disk: the
+# error says so (check FULL) and the file stays pending (check PENDING).
+full_and_pending() {
+	sleep 2
+	uds_refresh
+	uds_status last_error | grep -q "full" && ok "$1" || not_ok "$1"
+	check "$2" [ "$(uds_status pending_files)" -ge 1 ]
+}
+
+# space_again NAME: with room on the disk, everything arrives (check NAME).
+space_again() {
+	mount -o remount,size=16m "$D"
+	if uds_wait_synced 90; then ok "$1"; else not_ok "$1"; fi
+}
+
 uds_start || not_ok "uds-plus starts on the small file system"
 # Made whole, then moved in: a file written into SAVINGBOX in pieces is
 # pushed in pieces (ranges mode pushes the first 64 KiB before the rest
 # exists), which is correct and not what this part is about.
 head -c 3000000 /dev/urandom >"$W/too-big.bin"
 mv "$W/too-big.bin" "$S/too-big.bin"
-sleep 2
-uds_refresh
-uds_status last_error | grep -q "full" &&
-	ok "the error says the file system is full" ||
-	not_ok "the error says the file system is full"
-check "the big file stays pending" [ "$(uds_status pending_files)" -ge 1 ]
+full_and_pending "the error says the file system is full" \
+	"the big file stays pending"
 check "no partial file is visible in SYNCFOLDER" [ ! -e "$D/too-big.bin" ]
-mount -o remount,size=16m "$D"
-if uds_wait_synced 90; then ok "with space again, everything arrives"; else
-	not_ok "with space again, everything arrives"; fi
+space_again "with space again, everything arrives"
 
 # A file that grows in place on a disk that fills up: the cloud client must
 # not see a torn tail, so SYNCFOLDER keeps the last complete version.
@@ -63,17 +73,11 @@ mount -o remount,size=4m "$D"
 head -c 3000000 /dev/urandom >"$W/more.bin"
 dd if="$W/more.bin" of="$S/too-big.bin" bs=3000000 count=1 oflag=append \
 	conv=notrunc 2>/dev/null
-sleep 2
-uds_refresh
-uds_status last_error | grep -q "full" &&
-	ok "growing past the free space is reported as full" ||
-	not_ok "growing past the free space is reported as full"
-check "the grown file stays pending" [ "$(uds_status pending_files)" -ge 1 ]
+full_and_pending "growing past the free space is reported as full" \
+	"the grown file stays pending"
 check "SYNCFOLDER keeps the last whole version, no torn tail" \
 	cmp -s "$D/too-big.bin" "$W/pushed.bin"
-mount -o remount,size=16m "$D"
-if uds_wait_synced 90; then ok "with space again, the growth arrives"; else
-	not_ok "with space again, the growth arrives"; fi
+space_again "with space again, the growth arrives"
 check "uds-plus exits cleanly on SIGTERM" uds_stop
 umount "$D"
 done_testing

@@ -107,9 +107,16 @@ uds_require() {
 
 # Milliseconds since boot (10 ms resolution; enough for bounds). No
 # external command: /proc/uptime is "SECONDS.CC".
-now_ms() {
+# Milliseconds since boot into $_ms, without a subshell (under TCG a fork
+# per update of a workload shows); now_ms prints them.
+clock_ms() {
 	read -r _up _rest </proc/uptime
-	echo "${_up%.*}${_up#*.}0"
+	_ms=${_up%.*}${_up#*.}0
+}
+
+now_ms() {
+	clock_ms
+	echo "$_ms"
 }
 
 UDS_T_MS=$(awk -v t="$UDS_T" 'BEGIN { printf "%d", t * 1000 }')
@@ -121,9 +128,8 @@ UDS_LAST=0
 # for the timer to fire (with 100 ms of margin for scheduling), which the
 # push bound then allows for; however slow the machine, the bound holds.
 tick_update() {
-	# now_ms without a subshell: under TCG a fork per update shows
-	read -r _up _rest </proc/uptime
-	_now=${_up%.*}${_up#*.}0
+	clock_ms
+	_now=$_ms
 	if [ "$UDS_LAST" != 0 ]; then
 		_g=$((_now - UDS_LAST))
 		[ $_g -gt "$UDS_MAXGAP" ] && UDS_MAXGAP=$_g
