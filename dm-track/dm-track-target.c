@@ -518,6 +518,8 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 			goto bad;
 		}
 		if (md_in_use(tc)) {
+			DMERR("%s: give each track device a metadata device of its own",
+			      dm_device_name(dm_table_get_md(ti->table)));
 			ti->error = "The metadata device is in use by another track device";
 			r = -EBUSY;
 			goto bad;
@@ -668,6 +670,8 @@ static int track_preresume(struct dm_target *ti)
 		if (r) {
 			DMERR("%s: metadata failed, cannot mark it invalid (%d): not resuming",
 			      track_name(tc), r);
+			DMERR("%s: reload the table with a working metadata device, or without one",
+			      track_name(tc));
 			mutex_unlock(&tc->lock);
 			goto out;
 		}

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Writers keep writing while incremental syncs run: two through ext4 on the
 # dm-track device, one with O_DIRECT straight into the device's last
-# quarter (outside the file system). Every sync succeeds, and once the writers stop
-# and the file system is unmounted, one more sync makes the replica
-# byte-identical: no write made during a sync is ever lost.
+# quarter (outside the file system). Every sync succeeds, and once the
+# writers stop and the file system is unmounted, one more sync makes the
+# replica byte-identical: no write made during a sync is ever lost.
 . "$(dirname "$0")/dsync-lib.sh"
 need_track
 setup $((DEV_MB * 3 / 4))M

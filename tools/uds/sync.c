@@ -462,7 +462,7 @@ static void untear(int df, const struct stat *before, const char *p)
 	if (fstat(df, &now) || now.st_size <= before->st_size)
 		return;
 	if (ftruncate(df, before->st_size))
-		warn_("cannot cut '%s' in SYNCFOLDER back to %lld bytes after a failed push: %s",
+		warn_("cannot cut '%s' in SYNCFOLDER back to %lld bytes after a failed push: %s; it is pushed whole once there is space",
 		      log_path(p), (long long)before->st_size,
 		      strerror(errno));
 }
