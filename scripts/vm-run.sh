@@ -2,7 +2,24 @@
 # Boot the patched kernel in QEMU and run the VM tests (or the demo).
 #
 # Usage: scripts/vm-run.sh [--demo | --bench] [--boot NAME]... [--only REGEX]
-#                          [--out DIR] [--jobs N]
+#                          [--out DIR] [--jobs N] [--keep-disks]
+#        scripts/vm-run.sh --exec FILE [ARG]...
+#
+# --exec runs your own program or script in the VM, on the same kernel and
+# disks as the tests, instead of the test list: FILE (and, with
+# LIBTRACK_VM_PROGS, any host programs it needs) is added to the initramfs
+# for this run only, its output is shown as it comes, and its exit status is
+# the runner's. The VM has the tools (dmsetup, dmtrack, dmextract, ...),
+# busybox, four blank disks (/dev/vda, /dev/vdb 2 GiB, /dev/vdc, /dev/vdd
+# 256 MiB) and dm-track loaded.
+#
+# --keep-disks leaves each chain's disk images in DIR/disks-CHAIN for
+# inspection (they are deleted otherwise).
+#
+# A test that prints LIBTRACK-KILL-QEMU on a line of its own has QEMU killed
+# with SIGKILL from the host at that moment: no shutdown, no flush, nothing
+# the guest kernel could still do. The next boot of its chain finds the
+# disks as they were.
 #
 # The entries of build/selftests/tests.list are grouped by their boot column;
 # each boot is one QEMU run. Boots whose names differ only in trailing digits
@@ -23,6 +40,7 @@
 #   LIBTRACK_VM_CPUS     guest CPUs (default 2)
 #   LIBTRACK_VM_JOBS     QEMU instances at once (default: number of CPUs)
 #   LIBTRACK_ONLY        like --only
+#   LIBTRACK_VM_PROGS    host programs to add to the initramfs (with --exec)
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -31,16 +49,27 @@ kind=demo
 only=${LIBTRACK_ONLY:-}
 out="$top/build/vm"
 jobs=${LIBTRACK_VM_JOBS:-$(nproc)}
+cpus=${LIBTRACK_VM_CPUS:-2}
 boots=()
+exec_file=
+keep_disks=0
 while [ $# -gt 0 ]; do
 	case "$1" in
+	--exec)
+		[ $# -ge 2 ] || die "--exec wants a file to run in the VM"
+		exec_file=$2
+		shift 2
+		exec_args=("$@")
+		break
+		;;
+	--keep-disks) keep_disks=1 ;;
 	--demo) demo=1 ;;
 	--bench) demo=1; kind=bench ;;
 	--boot) boots+=("$2"); shift ;;
 	--out) out=$2; shift ;;
 	--only) only=$2; shift ;;
 	--jobs) jobs=$2; shift ;;
-	*) die "usage: vm-run.sh [--demo | --bench] [--boot NAME]... [--only REGEX] [--out DIR] [--jobs N]" ;;
+	*) die "usage: vm-run.sh [--demo | --bench] [--boot NAME]... [--only REGEX] [--out DIR] [--jobs N] [--keep-disks] | --exec FILE [ARG]..." ;;
 	esac
 	shift
 done
@@ -53,9 +82,41 @@ list="$top/build/selftests/tests.list"
 [ -f "$initrd" ] || die "$initrd is missing; run 'make initramfs'"
 [ -f "$list" ] || die "$list is missing; run 'make initramfs'"
 
+# --exec: one boot "exec" whose only entry is FILE, from a second cpio
+# archive appended to the initramfs (the kernel unpacks both, the second
+# over the first).
+if [ -n "$exec_file" ]; then
+	[ -f "$exec_file" ] || die "--exec: $exec_file does not exist"
+	extra=$(mktemp -d)
+	mkdir -p "$extra/selftests/exec"
+	install -m 755 "$exec_file" "$extra/selftests/exec/"
+	printf 'exec\t%s\t-\texec/%s' "${LIBTRACK_EXEC_TIMEOUT:-1800}" \
+		"$(basename "$exec_file")" >"$extra/selftests/tests.list"
+	for a in "${exec_args[@]}"; do
+		case "$a" in *[!A-Za-z0-9_./=:,+-]*)
+			die "--exec: quote-free arguments only, not '$a'" ;;
+		esac
+		printf ' %s' "$a" >>"$extra/selftests/tests.list"
+	done
+	echo >>"$extra/selftests/tests.list"
+	add_host_progs "$extra" ${LIBTRACK_VM_PROGS:-}
+	mkdir -p "$top/build"
+	cat "$initrd" >"$top/build/initramfs-exec.cpio"
+	(cd "$extra" && find . | sort | cpio --quiet -o -H newc -R 0:0) \
+		>>"$top/build/initramfs-exec.cpio"
+	rm -rf "$extra"
+	initrd="$top/build/initramfs-exec.cpio"
+	list="$top/build/exec.list"
+	printf 'exec\t%s\t-\texec\n' "${LIBTRACK_EXEC_TIMEOUT:-1800}" >"$list"
+	boots=(exec)
+	demo=1
+	jobs=1
+fi
+
 if [ ${#boots[@]} -eq 0 ]; then
 	while read -r b; do
 		case "$b" in
+		exec) ;;
 		demo* | bench*) [ $demo = 1 ] && [ "${b#"$kind"}" != "$b" ] &&
 			boots+=("$b") ;;
 		*) [ $demo = 0 ] && boots+=("$b") ;;
@@ -102,20 +163,27 @@ run_boot() {
 	[ $demo = 1 ] || echo "vm: boot '$boot' (up to ${budget}s)"
 
 	# shellcheck disable=SC2086
+	rm -f "$out/qemu-$boot.pid"
 	timeout -k 10 "$budget" qemu-system-x86_64 \
-		$accel -machine pc -smp "${LIBTRACK_VM_CPUS:-2}" \
+		$accel -machine pc -smp "$cpus" \
 		-m "${LIBTRACK_VM_MEM:-2G}" \
 		-nodefaults -display none -no-reboot \
+		-pidfile "$out/qemu-$boot.pid" \
 		-kernel "$KIMAGE" -initrd "$initrd" \
-		-append "console=ttyS0 libtrack.boot=$boot ${only:+libtrack.only=$only} panic=-1 log_buf_len=8M loglevel=5 printk.devkmsg=on" \
+		-append "console=ttyS0 libtrack.boot=$boot libtrack.cpus=$cpus ${only:+libtrack.only=$only} panic=-1 log_buf_len=8M loglevel=5 printk.devkmsg=on" \
 		-serial "file:$console" -serial stdio \
-		-drive "file=$disks/vda.img,if=virtio,format=raw,cache=writeback" \
-		-drive "file=$disks/vdb.img,if=virtio,format=raw,cache=writeback" \
-		-drive "file=$disks/vdc.img,if=virtio,format=raw,cache=writeback" \
-		-drive "file=$disks/vdd.img,if=virtio,format=raw,cache=writeback" \
+		-drive "file=$disks/vda.img,if=virtio,format=raw,cache=writeback,discard=unmap" \
+		-drive "file=$disks/vdb.img,if=virtio,format=raw,cache=writeback,discard=unmap" \
+		-drive "file=$disks/vdc.img,if=virtio,format=raw,cache=writeback,discard=unmap" \
+		-drive "file=$disks/vdd.img,if=virtio,format=raw,cache=writeback,discard=unmap" \
 		</dev/null 2>"$out/qemu-$boot.err" | sed -u 's/\r$//' |
 		tee "$results" |
-		"${live_awk[@]}" -v demo=$demo -v boot="$boot" '
+		"${live_awk[@]}" -v demo=$demo -v boot="$boot" \
+			-v pidfile="$out/qemu-$boot.pid" '
+			/^    LIBTRACK-KILL-QEMU$/ {
+				system("kill -9 $(cat " pidfile ")")
+				next
+			}
 			demo && /^    / { sub(/^    /, ""); if ($0 !~ /^(TAP version|1\.\.|ok |not ok )/) print; fflush(); next }
 			demo && /^not ok / { print "FAILED: " $0; fflush(); next }
 			demo { next }
@@ -146,6 +214,7 @@ run_boot() {
 		/^# RUN / { running = substr($0, 7); n++ }
 		/^# REBOOT-EXPECTED / { rebooting = $3 }
 		/^    LIBTRACK-REBOOTING/ { rebooted = 1 }
+		/^    LIBTRACK-KILL-QEMU/ { rebooted = 1 }
 		/^(not )?ok / { done[n] = 1 }
 		/^# BOOT-DONE/ { finished = 1 }
 		END {
@@ -195,7 +264,11 @@ run_chain() {
 	for boot in "${boots[@]}"; do
 		[ "$(chain_of "$boot")" = "$chain" ] && run_boot "$boot" "$disks"
 	done
-	rm -rf "$disks"
+	if [ "$keep_disks" = 1 ]; then
+		echo "vm: chain '$chain' left its disks in $disks"
+	else
+		rm -rf "$disks"
+	fi
 }
 
 rm -rf "$out"
