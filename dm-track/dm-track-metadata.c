@@ -25,7 +25,13 @@
  * When a metadata write fails, the stored state can no longer cover every
  * write, so it is marked invalid (every block dirty on the next load)
  * before any write that was waiting for its intent bits is let through;
- * from then on the target tracks in memory only.
+ * from then on the target tracks in memory only. If even that write fails,
+ * the failure is not recorded and the stored state may look valid: writes
+ * to regions whose intent bit is on disk go on (a crash finds them), and
+ * every other write fails with an I/O error while the invalid superblock
+ * is retried, once a second, until it sticks. Failing closed like this is
+ * what keeps a flapping metadata path from losing a write at the next
+ * crash.
  */
 #include "dm-track.h"
 
@@ -52,6 +58,9 @@
 
 /* Slots written in one I/O. */
 #define TRACK_MD_BATCH		64
+
+/* After a failure that could not be recorded: retry this often. */
+#define TRACK_MD_RETRY		HZ
 
 struct track_disk_sb {
 	__le32 csum;		/* crc32c of the rest of the block */
@@ -120,6 +129,8 @@ struct track_metadata {
 	spinlock_t lock;
 	unsigned long *intent_disk;
 	unsigned long *intent_since;
+	unsigned long *intent_prev;	/* since, of the interval before */
+	bool intent_known;		/* the disk holds intent_disk */
 	unsigned long *intent_want;
 	unsigned long *intent_writing;
 	struct bio_list deferred;
@@ -136,7 +147,7 @@ struct track_metadata {
 	wait_queue_head_t wait;
 
 	/* After a failed write: mark the stored state invalid. */
-	struct work_struct fail_work;
+	struct delayed_work fail_work;
 	struct track_disk_sb *fail_sb;
 
 	/* Used by the holder of io_lock only. */
@@ -145,7 +156,9 @@ struct track_metadata {
 	__le64 *intent_buf;		/* the intent map as on disk */
 
 	/* Used under the target's lock (checkpoint, load). */
-	struct track_disk_table *table_buf;
+	struct track_disk_table *table_buf;	/* the table as on disk */
+	bool table_known;		/* table_buf is what the disk holds */
+	unsigned long *table_dirty;	/* table blocks to write */
 	void *buf;			/* TRACK_MD_BATCH blocks */
 	unsigned long *slot_tmp;
 	struct track_disk_sb *sb;
@@ -195,7 +208,7 @@ static void md_fail(struct track_metadata *md, const char *what, int r)
 
 	DMERR("%s: metadata %s failed (%d): tracking in memory only",
 	      md->name, what, r);
-	queue_work(md->wq, &md->fail_work);
+	mod_delayed_work(md->wq, &md->fail_work, 0);
 }
 
 enum track_persist track_metadata_state(struct track_metadata *md)
@@ -298,9 +311,15 @@ int track_metadata_admit(struct track_c *tc, struct bio *bio,
 	}
 	bitmap_set(md->intent_since, r0, r1 - r0 + 1);
 	if (!all_set(md->intent_disk, r0, r1)) {
-		/* While failing, fail_worker() releases it. */
+		/*
+		 * While failing, fail_worker() releases it once the failure
+		 * is recorded, or fails it if it cannot be.
+		 */
 		if (md->state == TRACK_PERSIST_OK)
 			bitmap_set(md->intent_want, r0, r1 - r0 + 1);
+		else if (md->state == TRACK_PERSIST_UNRECORDED)
+			queue_delayed_work(md->wq, &md->fail_work,
+					   TRACK_MD_RETRY);
 		bio_list_add(&md->deferred, bio);
 		ready = false;
 	}
@@ -308,7 +327,8 @@ int track_metadata_admit(struct track_c *tc, struct bio *bio,
 
 	if (ready)
 		return DM_MAPIO_REMAPPED;
-	queue_work(md->wq, &md->work);
+	if (READ_ONCE(md->state) == TRACK_PERSIST_OK)
+		queue_work(md->wq, &md->work);
 	return DM_MAPIO_SUBMITTED;
 }
 
@@ -330,6 +350,44 @@ static int intent_write(struct track_metadata *md, u64 first, u64 last)
 	return md_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA,
 		     md->intent_start + first, last - first + 1,
 		     (char *)md->intent_buf + first * TRACK_MD_BLOCK, true);
+}
+
+/* Does intent block BLK hold a bit of intent_writing? */
+static bool intent_block_changed(struct track_metadata *md, u64 blk)
+{
+	const u64 bits_per_block = TRACK_MD_BLOCK * BITS_PER_BYTE;
+	u64 end = min(md->nr_regions, (blk + 1) * bits_per_block);
+
+	return find_next_bit(md->intent_writing, end, blk * bits_per_block) <
+	       end;
+}
+
+/*
+ * Write the image of intent_scratch: the blocks that hold a bit of
+ * intent_writing (the bits that changed), or all of it the first time.
+ * Called with io_lock held.
+ */
+static int intent_write_changed(struct track_metadata *md)
+{
+	u64 b, first;
+	int r;
+
+	if (!md->intent_known)
+		bitmap_fill(md->intent_writing, md->nr_regions);
+	intent_image(md, md->intent_scratch);
+	for (b = 0; b < md->intent_blocks; b++) {
+		if (!intent_block_changed(md, b))
+			continue;
+		first = b;
+		while (b + 1 < md->intent_blocks &&
+		       intent_block_changed(md, b + 1))
+			b++;
+		r = intent_write(md, first, b);
+		if (r)
+			return r;
+	}
+	md->intent_known = true;
+	return 0;
 }
 
 /*
@@ -500,57 +558,118 @@ static int slot_scatter(struct track_bitset *bs, u64 s,
 	return 0;
 }
 
+/* Write the N slots batched in md->buf, from slot FIRST on. */
+static int write_batch(struct track_metadata *md, u64 first, unsigned int n)
+{
+	if (!n)
+		return 0;
+	return md_io(md, REQ_OP_WRITE, md->slots_start + first, n, md->buf,
+		     true);
+}
+
+/* Write the table blocks marked in table_dirty, durable on return. */
+static int write_table(struct track_metadata *md, bool slots_written)
+{
+	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC | REQ_FUA;
+	u64 t = 0, end;
+	int r;
+
+	/* The slots they describe are durable first. */
+	if (slots_written)
+		opf |= REQ_PREFLUSH;
+	for (;;) {
+		t = find_next_bit(md->table_dirty, md->table_blocks, t);
+		if (t >= md->table_blocks)
+			return 0;
+		end = find_next_zero_bit(md->table_dirty, md->table_blocks, t);
+		for (u64 i = t; i < end; i++) {
+			struct track_disk_table *tb = &md->table_buf[i];
+
+			tb->index = cpu_to_le32(i);
+			tb->csum = cpu_to_le32(md_csum(&tb->index, TRACK_MD_BLOCK -
+						       sizeof(tb->csum)));
+		}
+		r = md_io(md, opf, md->table_start + t, end - t,
+			  &md->table_buf[t], true);
+		if (r)
+			return r;
+		opf &= ~REQ_PREFLUSH;
+		t = end;
+	}
+}
+
 /*
- * Write ACTIVE | FROZEN: the slots that hold bitmaps, then, once those are
- * durable, the table that describes them.
+ * Write ACTIVE | FROZEN where it differs from what is on disk: the slots
+ * whose bitmap changed, then, once those are durable, the table blocks
+ * that describe them. The table of the last checkpoint (or load) is kept
+ * in table_buf, so the cost of a checkpoint follows what changed since,
+ * not the size of the device: empty groups of leaves are skipped without
+ * looking at them, and an unchanged slot is neither written nor its table
+ * block. A slot is rewritten in place; a crash before its table block is
+ * on disk leaves an entry whose checksum no longer matches, which loads
+ * as all dirty.
  */
 static int write_sets(struct track_metadata *md, struct track_bitset *active,
 		      struct track_bitset *frozen)
 {
-	u64 s, first = 0;
+	const u64 per_slot = TRACK_MD_SLOT_LEAVES;
+	bool known = md->table_known, written = false;
+	u64 s, first = 0, next = 0;
 	unsigned int n = 0;
 	int r;
 
-	memset(md->table_buf, 0, md->table_blocks * TRACK_MD_BLOCK);
+	if (!known)
+		memset(md->table_buf, 0, md->table_blocks * TRACK_MD_BLOCK);
+	bitmap_zero(md->table_dirty, md->table_blocks);
 	for (s = 0; s < md->nr_slots; s++) {
 		struct track_disk_slot *e = table_entry(md, s);
-		u32 state = slot_gather(md, active, frozen, s);
-		__le64 *dst;
+		u32 state = TRACK_DISK_SLOT_CLEAN;
+		__le64 *dst = NULL;
+		__le32 csum = 0;
 
-		e->state = cpu_to_le32(state);
-		if (state != TRACK_DISK_SLOT_BITMAP)
-			continue;
+		if (s * per_slot >= next) {
+			u64 leaf = s * per_slot;
 
-		if (n && (first + n != s || n == TRACK_MD_BATCH)) {
-			r = md_io(md, REQ_OP_WRITE, md->slots_start + first, n,
-				  md->buf, true);
-			if (r)
-				return r;
-			n = 0;
+			next = track_bitset_next_leaf(active, leaf);
+			if (frozen)
+				next = min(next,
+					   track_bitset_next_leaf(frozen, leaf));
 		}
-		if (!n)
-			first = s;
-		dst = md->buf + (size_t)n * TRACK_MD_BLOCK;
-		slot_to_disk(dst, md->slot_tmp);
-		e->csum = cpu_to_le32(md_csum(dst, TRACK_MD_BLOCK));
-		n++;
+		if (next < (s + 1) * per_slot)
+			state = slot_gather(md, active, frozen, s);
+		if (state == TRACK_DISK_SLOT_BITMAP) {
+			if (n && (first + n != s || n == TRACK_MD_BATCH)) {
+				r = write_batch(md, first, n);
+				if (r)
+					return r;
+				written = true;
+				n = 0;
+			}
+			if (!n)
+				first = s;
+			dst = md->buf + (size_t)n * TRACK_MD_BLOCK;
+			slot_to_disk(dst, md->slot_tmp);
+			csum = cpu_to_le32(md_csum(dst, TRACK_MD_BLOCK));
+		}
+		if (known && le32_to_cpu(e->state) == state &&
+		    (state != TRACK_DISK_SLOT_BITMAP || e->csum == csum))
+			continue;
+		e->state = cpu_to_le32(state);
+		e->csum = csum;
+		__set_bit(s / TRACK_MD_TABLE_ENTRIES, md->table_dirty);
+		if (dst)
+			n++;
 	}
-	if (n) {
-		r = md_io(md, REQ_OP_WRITE, md->slots_start + first, n,
-			  md->buf, true);
-		if (r)
-			return r;
+	r = write_batch(md, first, n);
+	if (r)
+		return r;
+	r = write_table(md, written || n);
+	if (r) {
+		md->table_known = false;
+		return r;
 	}
-
-	for (s = 0; s < md->table_blocks; s++) {
-		struct track_disk_table *t = &md->table_buf[s];
-
-		t->index = cpu_to_le32(s);
-		t->csum = cpu_to_le32(md_csum(&t->index, TRACK_MD_BLOCK -
-					      sizeof(t->csum)));
-	}
-	return md_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA,
-		     md->table_start, md->table_blocks, md->table_buf, true);
+	md->table_known = true;
+	return 0;
 }
 
 static void fill_sb(struct track_metadata *md, struct track_c *tc,
@@ -612,33 +731,48 @@ static int write_sb_locked(struct track_metadata *md, struct track_c *tc,
  */
 static void fail_worker(struct work_struct *ws)
 {
-	struct track_metadata *md = container_of(ws, struct track_metadata,
+	struct track_metadata *md = container_of(to_delayed_work(ws),
+						 struct track_metadata,
 						 fail_work);
+	enum track_persist state;
 	struct bio_list bios;
 	struct bio *bio;
 	int r;
+
+	state = READ_ONCE(md->state);
+	if (state == TRACK_PERSIST_OK || state == TRACK_PERSIST_FAILED)
+		return;
 
 	mutex_lock(&md->io_lock);
 	fill_sb(md, md->tc, md->fail_sb, TRACK_MD_INVALID);
 	r = md_io(md, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, 0, 1, md->fail_sb,
 		  false);
 	mutex_unlock(&md->io_lock);
-	if (r)
-		DMERR("%s: cannot mark the metadata invalid (%d): its set may be stale",
-		      md->name, r);
-	else
+	if (!r)
 		DMERR("%s: metadata marked invalid: the next load marks every block dirty",
 		      md->name);
+	else if (state == TRACK_PERSIST_FAILING)
+		DMERR("%s: cannot mark the metadata invalid (%d): failing unrecorded writes",
+		      md->name, r);
 
-	/* Now the writes that waited for intent bits may go. */
+	/*
+	 * Recorded: the writes that waited for intent bits may go, and no
+	 * write needs one any more. Not recorded: they must not go, or a
+	 * crash would load a set without them; fail them.
+	 */
 	spin_lock_irq(&md->lock);
 	md->invalid_on_disk = !r;
-	WRITE_ONCE(md->state, TRACK_PERSIST_FAILED);
+	WRITE_ONCE(md->state, r ? TRACK_PERSIST_UNRECORDED :
+				  TRACK_PERSIST_FAILED);
 	bios = md->deferred;
 	bio_list_init(&md->deferred);
 	spin_unlock_irq(&md->lock);
-	while ((bio = bio_list_pop(&bios)))
-		dm_submit_bio_remap(bio, NULL);
+	while ((bio = bio_list_pop(&bios))) {
+		if (r)
+			bio_io_error(bio);
+		else
+			dm_submit_bio_remap(bio, NULL);
+	}
 }
 
 /*
@@ -650,7 +784,9 @@ int track_metadata_settle(struct track_metadata *md)
 {
 	if (READ_ONCE(md->state) == TRACK_PERSIST_OK)
 		return 0;
-	flush_work(&md->fail_work);
+	/* One more try, now. */
+	mod_delayed_work(md->wq, &md->fail_work, 0);
+	flush_delayed_work(&md->fail_work);
 	return READ_ONCE(md->invalid_on_disk) ? 0 : -EIO;
 }
 
@@ -705,6 +841,7 @@ int track_metadata_checkpoint(struct track_c *tc, bool clean)
 	 * them even if their frozen epoch was just committed.
 	 */
 	spin_lock_irq(&md->lock);
+	bitmap_copy(md->intent_prev, md->intent_since, md->nr_regions);
 	bitmap_zero(md->intent_since, md->nr_regions);
 	old = md->gen;
 	/* intent_since is zero before anyone sees the new generation. */
@@ -729,17 +866,33 @@ int track_metadata_checkpoint(struct track_c *tc, bool clean)
 		return r;
 	}
 
+	/*
+	 * The set on disk now has every block written before this checkpoint
+	 * began, so their regions' intent bits may go. Regions written in
+	 * this interval or the one before keep theirs: a region in steady use
+	 * would otherwise make its next write wait for an intent write after
+	 * every checkpoint. (A crash then finds the regions of two intervals
+	 * dirty instead of one.) Clean: nothing can be in flight, all go, and
+	 * the ones in use are remembered to be set again on resume.
+	 */
 	mutex_lock(&md->io_lock);
 	spin_lock_irq(&md->lock);
-	if (clean)
+	bitmap_copy(md->intent_writing, md->intent_disk, md->nr_regions);
+	if (clean) {
+		bitmap_copy(md->intent_prev, md->intent_disk, md->nr_regions);
 		bitmap_zero(md->intent_disk, md->nr_regions);
-	else
-		bitmap_and(md->intent_disk, md->intent_disk, md->intent_since,
-			   md->nr_regions);
+	} else {
+		bitmap_or(md->intent_scratch, md->intent_since,
+			  md->intent_prev, md->nr_regions);
+		bitmap_and(md->intent_disk, md->intent_disk,
+			   md->intent_scratch, md->nr_regions);
+	}
 	bitmap_copy(md->intent_scratch, md->intent_disk, md->nr_regions);
 	spin_unlock_irq(&md->lock);
-	intent_image(md, md->intent_scratch);
-	r = intent_write(md, 0, md->intent_blocks - 1);
+	/* intent_writing: the bits that change, under io_lock like the rest. */
+	bitmap_xor(md->intent_writing, md->intent_writing, md->intent_scratch,
+		   md->nr_regions);
+	r = intent_write_changed(md);
 	if (!r)
 		r = write_sb(md, tc, clean ? TRACK_MD_CLEAN : 0);
 	mutex_unlock(&md->io_lock);
@@ -748,6 +901,41 @@ int track_metadata_checkpoint(struct track_c *tc, bool clean)
 		return r;
 	}
 	return 0;
+}
+
+/*
+ * Resuming after a clean suspend: set the intent bits of the regions that
+ * were in use again, in one write, before the superblock says the device
+ * is in use; their first writes then need no intent write of their own.
+ */
+int track_metadata_resume(struct track_c *tc)
+{
+	struct track_metadata *md = tc->md;
+	int r;
+
+	lockdep_assert_held(&tc->lock);
+	if (READ_ONCE(md->state) != TRACK_PERSIST_OK)
+		return -EIO;
+
+	mutex_lock(&md->io_lock);
+	spin_lock_irq(&md->lock);
+	bitmap_andnot(md->intent_writing, md->intent_prev, md->intent_disk,
+		      md->nr_regions);
+	bitmap_or(md->intent_scratch, md->intent_disk, md->intent_prev,
+		  md->nr_regions);
+	spin_unlock_irq(&md->lock);
+	r = intent_write_changed(md);
+	if (!r) {
+		spin_lock_irq(&md->lock);
+		bitmap_copy(md->intent_disk, md->intent_scratch,
+			    md->nr_regions);
+		spin_unlock_irq(&md->lock);
+		r = write_sb(md, tc, 0);
+	}
+	mutex_unlock(&md->io_lock);
+	if (r)
+		md_fail(md, "resume", r);
+	return r;
 }
 
 /* Only the superblock: mark the state clean or in use. */
@@ -828,7 +1016,7 @@ static const char *check_sb(struct track_metadata *md,
 
 /* Read the stored sets into BS; *BAD counts slots that failed a check. */
 static int read_sets(struct track_metadata *md, struct track_disk_sb *sb,
-		     struct track_bitset *bs, u64 *bad)
+		     struct track_bitset *bs, bool keep, u64 *bad)
 {
 	u64 table_start = le64_to_cpu(sb->table_start);
 	u64 table_blocks = le64_to_cpu(sb->table_blocks);
@@ -883,6 +1071,11 @@ static int read_sets(struct track_metadata *md, struct track_disk_sb *sb,
 				goto out;
 		}
 	}
+	/* Same layout, nothing bad: the next checkpoint writes changes only. */
+	if (keep && !*bad && table_blocks == md->table_blocks) {
+		memcpy(md->table_buf, table, table_blocks * TRACK_MD_BLOCK);
+		md->table_known = true;
+	}
 out:
 	vfree(table);
 	return r;
@@ -921,8 +1114,10 @@ static int read_intent(struct track_metadata *md, struct track_disk_sb *sb,
 		(*regions)++;
 	}
 	/* Same geometry: those bits stay on disk until the next checkpoint. */
-	if (keep)
+	if (keep) {
 		bitmap_copy(md->intent_disk, map, md->nr_regions);
+		md->intent_known = true;
+	}
 out:
 	kvfree(map);
 	vfree(raw);
@@ -987,7 +1182,7 @@ int track_metadata_load(struct track_c *tc)
 	bs = track_bitset_create(nr_blocks, false);
 	if (!bs)
 		return -ENOMEM;
-	r = read_sets(md, sb, bs, &bad);
+	r = read_sets(md, sb, bs, same, &bad);
 	if (!r && !(flags & TRACK_MD_CLEAN))
 		r = read_intent(md, sb, bs, same, &regions);
 	if (r) {
@@ -1048,17 +1243,21 @@ install:
  */
 void track_metadata_close(struct track_metadata *md)
 {
-	if (md->wq)
+	if (md->wq) {
+		cancel_delayed_work_sync(&md->fail_work);
 		destroy_workqueue(md->wq);
+	}
 	if (md->io)
 		dm_io_client_destroy(md->io);
 	kvfree(md->intent_disk);
 	kvfree(md->intent_since);
+	kvfree(md->intent_prev);
 	kvfree(md->intent_want);
 	kvfree(md->intent_writing);
 	kvfree(md->intent_scratch);
 	vfree(md->intent_buf);
 	vfree(md->table_buf);
+	kvfree(md->table_dirty);
 	vfree(md->buf);
 	kfree(md->slot_tmp);
 	kfree(md->sb);
@@ -1102,7 +1301,7 @@ int track_metadata_open(struct track_c *tc, struct dm_dev *dev,
 	spin_lock_init(&md->lock);
 	bio_list_init(&md->deferred);
 	INIT_WORK(&md->work, intent_worker);
-	INIT_WORK(&md->fail_work, fail_worker);
+	INIT_DELAYED_WORK(&md->fail_work, fail_worker);
 	init_waitqueue_head(&md->wait);
 	atomic_set(&md->inflight[0], 0);
 	atomic_set(&md->inflight[1], 0);
@@ -1129,18 +1328,22 @@ int track_metadata_open(struct track_c *tc, struct dm_dev *dev,
 
 	md->intent_disk = alloc_map(md->nr_regions);
 	md->intent_since = alloc_map(md->nr_regions);
+	md->intent_prev = alloc_map(md->nr_regions);
 	md->intent_want = alloc_map(md->nr_regions);
 	md->intent_writing = alloc_map(md->nr_regions);
 	md->intent_scratch = alloc_map(md->nr_regions);
 	md->intent_buf = vzalloc(md->intent_blocks * TRACK_MD_BLOCK);
 	md->table_buf = vzalloc(md->table_blocks * TRACK_MD_BLOCK);
+	md->table_dirty = alloc_map(md->table_blocks);
 	md->buf = vmalloc(TRACK_MD_BATCH * TRACK_MD_BLOCK);
 	md->slot_tmp = kmalloc(TRACK_MD_BLOCK, GFP_KERNEL);
 	md->sb = kmalloc(TRACK_MD_BLOCK, GFP_KERNEL);
 	md->fail_sb = kmalloc(TRACK_MD_BLOCK, GFP_KERNEL);
-	if (!md->intent_disk || !md->intent_since || !md->intent_want ||
+	if (!md->intent_disk || !md->intent_since || !md->intent_prev ||
+	    !md->intent_want ||
 	    !md->intent_writing || !md->intent_scratch || !md->intent_buf ||
-	    !md->table_buf || !md->buf || !md->slot_tmp || !md->sb ||
+	    !md->table_buf || !md->table_dirty || !md->buf ||
+	    !md->slot_tmp || !md->sb ||
 	    !md->fail_sb) {
 		*error = "Cannot allocate metadata buffers";
 		goto bad;

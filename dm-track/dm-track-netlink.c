@@ -5,8 +5,9 @@
  * DM_TRACK_CMD_GET_EXTENTS is a dump. Each call of the dump callback finds
  * the device again (by the serial noted on the first call), so a device
  * removed or reloaded during the dump ends it with -ENODEV instead of
- * leaving a dangling pointer; a frozen set committed or aborted during the
- * dump ends it with -ESTALE.
+ * leaving a dangling pointer; a message that changes the sets during the
+ * dump (freeze, commit, abort, clear, mark_all) ends it with -ESTALE, so a
+ * reader never takes a set that lost blocks behind its cursor for whole.
  */
 #include "dm-track.h"
 
@@ -17,6 +18,7 @@ struct track_dump_ctx {
 	u64 serial;	/* which target */
 	u64 pos;	/* next block to report */
 	u64 epoch;	/* epoch of the set when the dump began */
+	u64 seq;	/* tc->set_seq when the dump began */
 	u8 set;
 	bool started;
 };
@@ -74,6 +76,7 @@ static int track_dump_start(struct netlink_callback *cb)
 		return PTR_ERR(tc);
 	}
 	ctx->serial = tc->serial;
+	ctx->seq = tc->set_seq;
 	if (!dump_set(tc, ctx->set, &ctx->epoch)) {
 		track_unlock(tc);
 		NL_SET_ERR_MSG(cb->extack, "nothing is frozen");
@@ -101,7 +104,7 @@ static int track_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		return PTR_ERR(tc);
 	}
 	bs = dump_set(tc, ctx->set, &epoch);
-	if (!bs || epoch != ctx->epoch) {
+	if (!bs || epoch != ctx->epoch || tc->set_seq != ctx->seq) {
 		NL_SET_ERR_MSG(cb->extack, "the set changed during the dump");
 		r = -ESTALE;
 		goto out;

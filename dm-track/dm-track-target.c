@@ -78,6 +78,28 @@ static void track_persist(struct track_c *tc)
 		track_metadata_checkpoint(tc, tc->state == TRACK_SUSPENDED);
 }
 
+/*
+ * Before blocks leave the set for good (commit, clear), the data they stand
+ * for must be durable on the origin: the copier read it with O_DIRECT,
+ * which may have been served from the origin's volatile cache. Without the
+ * flush, a power loss after the checkpoint would take the origin back to
+ * the old data while the replica keeps the new, and the block would not be
+ * dirty to repair it. Only the metadata device makes a set outlive a
+ * crash, so without one there is nothing to order.
+ */
+static int track_flush_origin(struct track_c *tc, const char *what)
+{
+	int r;
+
+	if (!tc->md)
+		return 0;
+	r = blkdev_issue_flush(tc->dev->bdev);
+	if (r)
+		DMERR("%s: %s refused: flushing the data device failed (%d)",
+		      track_name(tc), what, r);
+	return r;
+}
+
 static int track_freeze(struct track_c *tc, u64 *epoch)
 {
 	struct track_bitset *fresh, *old;
@@ -92,6 +114,7 @@ static int track_freeze(struct track_c *tc, u64 *epoch)
 	else
 		tc->frozen = old;
 	tc->frozen_epoch = tc->epoch++;
+	tc->set_seq++;
 	*epoch = tc->frozen_epoch;
 	/* The epoch is on disk before anyone can commit it. */
 	if (tc->md)
@@ -102,10 +125,15 @@ static int track_freeze(struct track_c *tc, u64 *epoch)
 static int track_commit(struct track_c *tc, bool has_epoch, u64 epoch,
 			bool commit)
 {
+	int r;
+
 	if (!tc->frozen || (has_epoch && epoch != tc->frozen_epoch))
 		return -ESTALE;
 
 	if (commit) {
+		r = track_flush_origin(tc, "commit");
+		if (r)
+			return r;
 		track_bitset_destroy(tc->frozen);
 		tc->committed_epoch = tc->frozen_epoch;
 	} else {
@@ -113,6 +141,7 @@ static int track_commit(struct track_c *tc, bool has_epoch, u64 epoch,
 	}
 	tc->frozen = NULL;
 	tc->frozen_epoch = 0;
+	tc->set_seq++;
 	if (commit)
 		track_persist(tc);
 	return 0;
@@ -122,12 +151,19 @@ static int track_commit(struct track_c *tc, bool has_epoch, u64 epoch,
 static int track_reset(struct track_c *tc, bool full)
 {
 	struct track_bitset *fresh;
+	int r;
 
+	if (!full) {
+		r = track_flush_origin(tc, "clear");
+		if (r)
+			return r;
+	}
 	fresh = track_bitset_create(tc->nr_blocks, full);
 	if (!fresh)
 		return -ENOMEM;
 
 	track_bitset_destroy(swap_active(tc, fresh));
+	tc->set_seq++;
 	if (!full) {
 		track_bitset_destroy(tc->frozen);
 		tc->frozen = NULL;
@@ -221,65 +257,95 @@ static bool same_geometry(struct track_c *tc, struct track_c *old)
  * offset or block size) or there is no memory to resize them, every block
  * is marked dirty instead. Returns whether there was an old table.
  */
+/*
+ * The ready track target of mapped device MD other than TC, with a
+ * reference and its lock held, or NULL. The registry lock is held only to
+ * find it: taking over can resize sets and write to the old metadata
+ * device, and a hung device must not hang every other track device's
+ * create, remove and netlink lookup with it.
+ */
+static struct track_c *lock_predecessor(struct track_c *tc,
+					struct mapped_device *md)
+{
+	struct track_c *old;
+
+	for (;;) {
+		struct track_c *found = NULL;
+
+		mutex_lock(&track_devices_lock);
+		list_for_each_entry(old, &track_devices, list) {
+			enum track_state st = READ_ONCE(old->state);
+
+			if (old != tc && dm_table_get_md(old->ti->table) == md &&
+			    (st == TRACK_LIVE || st == TRACK_SUSPENDED)) {
+				kref_get(&old->ref);
+				found = old;
+				break;
+			}
+		}
+		mutex_unlock(&track_devices_lock);
+		if (!found)
+			return NULL;
+
+		mutex_lock(&found->lock);
+		if (track_ready(found))
+			return found;
+		/* Removed or taken over meanwhile: states it never leaves. */
+		track_unlock(found);
+	}
+}
+
+/*
+ * A table reload constructs a new target while the old one is still live;
+ * when the new table is resumed, the old one has been suspended and the new
+ * one takes over its sets and epochs here, resized if the device changed
+ * size. This cannot fail: when the old sets do not fit (another device,
+ * offset or block size) or there is no memory to resize them, every block
+ * is marked dirty instead. Returns whether there was an old table.
+ */
 static bool track_take_over(struct track_c *tc)
 {
 	struct mapped_device *md = dm_table_get_md(tc->ti->table);
 	struct track_bitset *active = NULL, *frozen = NULL;
 	const char *lost = NULL;
 	struct track_c *old;
-	bool taken = false;
 
-	mutex_lock(&track_devices_lock);
-	list_for_each_entry(old, &track_devices, list) {
-		if (old == tc || dm_table_get_md(old->ti->table) != md)
-			continue;
-
-		mutex_lock(&old->lock);
-		if (!track_ready(old)) {
-			mutex_unlock(&old->lock);
-			continue;
-		}
-		taken = true;
-		if (!same_geometry(tc, old)) {
-			lost = "the device, offset or block size changed";
-		} else {
-			/* A resize that succeeds consumes the old set. */
-			active = track_bitset_resize(active_set(old),
-						     tc->nr_blocks, true);
-			if (active)
-				RCU_INIT_POINTER(old->active, NULL);
-			if (active && old->frozen) {
-				frozen = track_bitset_resize(old->frozen,
-							     tc->nr_blocks,
-							     false);
-				if (frozen)
-					old->frozen = NULL;
-			}
-			if (!active || old->frozen)
-				lost = "no memory to resize the dirty sets";
-		}
-		/*
-		 * The old table wrote its sets to its metadata device when it
-		 * was suspended. Unless this table keeps them on the same
-		 * device, that copy is stale from now on.
-		 */
-		if (old->md && (!tc->md_dev ||
-				tc->md_dev->bdev != old->md_dev->bdev))
-			track_metadata_invalidate(old);
-		if (!lost) {
-			tc->epoch = old->epoch;
-			tc->frozen_epoch = frozen ? old->frozen_epoch : 0;
-			tc->committed_epoch = old->committed_epoch;
-			tc->id = old->id;
-		}
-		WRITE_ONCE(old->state, TRACK_HANDED_OVER);
-		mutex_unlock(&old->lock);
-		break;
-	}
-	mutex_unlock(&track_devices_lock);
-
-	if (!taken)
+	old = lock_predecessor(tc, md);
+	if (!old)
 		return false;
+
+	if (!same_geometry(tc, old)) {
+		lost = "the device, offset or block size changed";
+	} else {
+		/* A resize that succeeds consumes the old set. */
+		active = track_bitset_resize(active_set(old), tc->nr_blocks,
+					     true);
+		if (active)
+			RCU_INIT_POINTER(old->active, NULL);
+		if (active && old->frozen) {
+			frozen = track_bitset_resize(old->frozen,
+						     tc->nr_blocks, false);
+			if (frozen)
+				old->frozen = NULL;
+		}
+		if (!active || old->frozen)
+			lost = "no memory to resize the dirty sets";
+	}
+	/*
+	 * The old table wrote its sets to its metadata device when it was
+	 * suspended. Unless this table keeps them on the same device, that
+	 * copy is stale from now on.
+	 */
+	if (old->md && (!tc->md_dev || tc->md_dev->bdev != old->md_dev->bdev))
+		track_metadata_invalidate(old);
+	if (!lost) {
+		tc->epoch = old->epoch;
+		tc->frozen_epoch = frozen ? old->frozen_epoch : 0;
+		tc->committed_epoch = old->committed_epoch;
+		tc->id = old->id;
+	}
+	WRITE_ONCE(old->state, TRACK_HANDED_OVER);
+	track_unlock(old);
 
 	mutex_lock(&tc->lock);
 	if (lost) {
@@ -331,18 +397,14 @@ static bool md_in_use(struct track_c *tc)
 {
 	struct mapped_device *md = dm_table_get_md(tc->ti->table);
 	struct track_c *other;
-	bool used = false;
 
-	mutex_lock(&track_devices_lock);
+	lockdep_assert_held(&track_devices_lock);
 	list_for_each_entry(other, &track_devices, list) {
 		if (other->md_dev && other->md_dev->bdev == tc->md_dev->bdev &&
-		    dm_table_get_md(other->ti->table) != md) {
-			used = true;
-			break;
-		}
+		    dm_table_get_md(other->ti->table) != md)
+			return true;
 	}
-	mutex_unlock(&track_devices_lock);
-	return used;
+	return false;
 }
 
 static int parse_block_size(struct track_c *tc, const char *arg, char **error)
@@ -517,13 +579,6 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 			r = -EINVAL;
 			goto bad;
 		}
-		if (md_in_use(tc)) {
-			DMERR("%s: give each track device a metadata device of its own",
-			      dm_device_name(dm_table_get_md(ti->table)));
-			ti->error = "The metadata device is in use by another track device";
-			r = -EBUSY;
-			goto bad;
-		}
 		tc->region_sectors = region_sectors ?:
 				     track_metadata_default_region(tc);
 		r = track_metadata_open(tc, tc->md_dev, &tc->md, &ti->error);
@@ -540,7 +595,16 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	ti->flush_bypasses_map = true;
 	ti->private = tc;
 
+	/* The check and the insertion under one hold: no two creates race. */
 	mutex_lock(&track_devices_lock);
+	if (tc->md_dev && md_in_use(tc)) {
+		mutex_unlock(&track_devices_lock);
+		DMERR("%s: give each track device a metadata device of its own",
+		      dm_device_name(dm_table_get_md(ti->table)));
+		ti->error = "The metadata device is in use by another track device";
+		r = -EBUSY;
+		goto bad;
+	}
 	tc->serial = ++track_next_serial;
 	list_add_tail(&tc->list, &track_devices);
 	mutex_unlock(&track_devices_lock);
@@ -652,7 +716,9 @@ static int track_preresume(struct dm_target *ti)
 		 * be written, a crash or even a clean stop later would load a
 		 * stale set: refuse to resume.
 		 */
-		if (loaded || tc->state == TRACK_SUSPENDED)
+		if (tc->state == TRACK_SUSPENDED)
+			r = track_metadata_resume(tc);
+		else if (loaded)
 			r = track_metadata_set_clean(tc, false);
 		else
 			r = track_metadata_checkpoint(tc, false);
@@ -691,9 +757,20 @@ out:
  * <frozen epoch | -> <committed epoch> <memory> <metadata> <id>
  *
  * block size is in sectors, memory in bytes (both sets); metadata is "-"
- * without a metadata device, else "ok" or "failed"; id is the uuid of the
- * tracking state, which a replica can use to know its source.
+ * without a metadata device, "ok", "failed" (a metadata write failed and
+ * the stored state is marked invalid on disk: tracking in memory only) or
+ * "unrecorded" (it failed and that is not on disk yet: writes that need a
+ * new write-intent bit fail until it is); id is the uuid of the tracking
+ * state, which a replica can use to know its source.
  */
+static const char * const persist_name[] = {
+	[TRACK_PERSIST_NONE] = "-",
+	[TRACK_PERSIST_OK] = "ok",
+	[TRACK_PERSIST_FAILING] = "unrecorded",
+	[TRACK_PERSIST_FAILED] = "failed",
+	[TRACK_PERSIST_UNRECORDED] = "unrecorded",
+};
+
 static void track_status(struct dm_target *ti, status_type_t type,
 			 unsigned int status_flags, char *result,
 			 unsigned int maxlen)
@@ -725,17 +802,21 @@ static void track_status(struct dm_target *ti, status_type_t type,
 		DMEMIT(" %llu %llu", tc->committed_epoch, mem);
 		if (!tc->md)
 			DMEMIT(" -");
-		else if (track_metadata_state(tc->md) == TRACK_PERSIST_OK)
-			DMEMIT(" ok");
 		else
-			DMEMIT(" failed");
+			DMEMIT(" %s", persist_name[track_metadata_state(tc->md)]);
 		DMEMIT(" %pUb", &tc->id);
 		mutex_unlock(&tc->lock);
 		break;
 
 	case STATUSTYPE_TABLE:
-		for (i = 0; i < tc->argc; i++)
-			DMEMIT("%s%s", i ? " " : "", tc->argv[i]);
+		/* The table as given, with devices as major:minor (dm-era). */
+		DMEMIT("%s", tc->dev->name);
+		for (i = 1; i < tc->argc; i++) {
+			bool md_path = tc->md_dev && i > 3 &&
+				       !strcasecmp(tc->argv[i - 1], "metadata");
+
+			DMEMIT(" %s", md_path ? tc->md_dev->name : tc->argv[i]);
+		}
 		break;
 
 	case STATUSTYPE_IMA:

@@ -22,22 +22,29 @@
 
 /*
  *--------------------------------------------------------------
- * Dirty sets: a two-level bitmap. The top level is an array with one
- * pointer per leaf of TRACK_LEAF_BITS blocks; a leaf is NULL (no block
- * dirty), TRACK_LEAF_FULL (every block dirty, no memory), or a 256-byte
- * bitmap allocated on the first write to it. Marking never sleeps and never fails:
- * when a leaf cannot be allocated the whole leaf is marked TRACK_LEAF_FULL.
+ * Dirty sets: a three-level bitmap. The top level has one pointer per
+ * group of TRACK_MID_LEAVES leaves; a group is NULL (no block dirty),
+ * TRACK_LEAF_FULL (every block dirty) or an array of leaf pointers
+ * allocated on the first write to the group. A leaf of TRACK_LEAF_BITS
+ * blocks is in turn NULL, TRACK_LEAF_FULL or a 256-byte bitmap. What is
+ * allocated up front is 8 bytes per group: 64 KiB per set for a 16 TiB
+ * device at 4 KiB blocks. Marking never sleeps and never fails: when a
+ * group or leaf cannot be allocated, all of it is marked TRACK_LEAF_FULL.
  *--------------------------------------------------------------
  */
 #define TRACK_LEAF_BYTES	256
 #define TRACK_LEAF_BITS		(TRACK_LEAF_BYTES * BITS_PER_BYTE)
 #define TRACK_LEAF_FULL		((unsigned long *)1UL)
+#define TRACK_MID_LEAVES	64
+#define TRACK_MID_FULL		((unsigned long **)1UL)
 
 struct track_bitset {
 	u64 nr_blocks;
 	u64 nr_leaves;
-	unsigned long **leaves;
+	u64 nr_mids;
+	unsigned long ***mids;
 	atomic_long_t nr_pages;		/* allocated leaves */
+	atomic_long_t nr_mid_pages;	/* allocated groups */
 };
 
 struct track_bitset *track_bitset_create(u64 nr_blocks, bool full);
@@ -52,6 +59,7 @@ u64 track_bitset_memory(struct track_bitset *bs);
 bool track_bitset_next_run(struct track_bitset *bs, u64 pos, u64 *first,
 			   u64 *count);
 unsigned long *track_bitset_leaf(struct track_bitset *bs, u64 index);
+u64 track_bitset_next_leaf(struct track_bitset *bs, u64 index);
 int track_bitset_set_leaf(struct track_bitset *bs, u64 index,
 			  const unsigned long *bits, bool full);
 
@@ -68,7 +76,9 @@ enum track_persist {
 	TRACK_PERSIST_NONE,		/* no metadata device */
 	TRACK_PERSIST_OK,
 	TRACK_PERSIST_FAILING,		/* I/O failed; marking it invalid */
-	TRACK_PERSIST_FAILED,		/* metadata I/O failed: memory only */
+	TRACK_PERSIST_FAILED,		/* marked invalid on disk: memory only */
+	/* Could not mark it invalid: writes that need a new intent bit fail. */
+	TRACK_PERSIST_UNRECORDED,
 };
 
 /* Per-bio data: the blocks a write covers, marked again when it completes. */
@@ -108,6 +118,8 @@ struct track_c {
 	u64 epoch;			/* the active epoch */
 	u64 frozen_epoch;		/* 0: nothing frozen */
 	u64 committed_epoch;
+	/* Bumped by every message that changes a set: dumps restart. */
+	u64 set_seq;
 	uuid_t id;
 	enum track_state state;
 
@@ -138,6 +150,7 @@ void track_metadata_close(struct track_metadata *md);
 int track_metadata_load(struct track_c *tc);
 int track_metadata_checkpoint(struct track_c *tc, bool clean);
 int track_metadata_set_clean(struct track_c *tc, bool clean);
+int track_metadata_resume(struct track_c *tc);
 int track_metadata_settle(struct track_metadata *md);
 void track_metadata_suspended(struct track_metadata *md);
 void track_metadata_invalidate(struct track_c *tc);

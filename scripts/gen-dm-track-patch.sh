@@ -74,10 +74,15 @@ awk '/^    dm-uevent$/ && !done { print "    dm-track"; done = 1 } { print }' \
 	"$src/Documentation/admin-guide/device-mapper/index.rst" \
 	>"$work/Documentation/admin-guide/device-mapper/index.rst"
 
-awk '/^DEVICE-MAPPER VDO TARGET$/ && !done {
+# The maintainer is the patch's author.
+maint="$GIT_AUTHOR_NAME <$GIT_AUTHOR_EMAIL>"
+awk -v maint="$maint" '/^DEVICE-MAPPER VDO TARGET$/ && !done {
 		print "DEVICE-MAPPER TRACK TARGET"
+		print "M:\t" maint
 		print "L:\tdm-devel@lists.linux.dev"
 		print "S:\tMaintained"
+		print "Q:\thttp://patchwork.kernel.org/project/dm-devel/list/"
+		print "T:\tgit git://git.kernel.org/pub/scm/linux/kernel/git/device-mapper/linux-dm.git"
 		print "F:\tDocumentation/admin-guide/device-mapper/dm-track.rst"
 		print "F:\tdrivers/md/dm-track*"
 		print "F:\tinclude/uapi/linux/dm-track.h"

@@ -7,10 +7,17 @@
  * (DM_TRACK_ATTR_DEV_NAME) or dm uuid (DM_TRACK_ATTR_DEV_UUID) and a set
  * (DM_TRACK_ATTR_SET). Every reply message carries the epoch of that set and
  * an array of struct dm_track_extent in DM_TRACK_ATTR_EXTENTS, in block
- * order; a run is never split between messages, and the last message may
- * carry no extents. The dump ends with -ENODEV if the device goes away or
- * its table is reloaded, and with -ESTALE if the set changes epoch while it
- * is being read (a freeze, or a commit or abort of the frozen set).
+ * order; the last message may carry no extents. The dump ends with -ENODEV
+ * if the device goes away or its table is reloaded, and with -ESTALE if a
+ * message changes the sets while it is being read (freeze, commit, abort,
+ * clear, mark_all): start again.
+ *
+ * The frozen set does not change otherwise, so its dump is exact and a run
+ * is never split between messages. The active set is being written to: its
+ * dump is a live view, each message a snapshot of the blocks ahead of the
+ * cursor. A block written behind the cursor is not reported, and a run may
+ * continue in the next message (the next run starts where the last one
+ * ended): merge adjacent runs. Freeze first for a set that holds still.
  * Requires CAP_SYS_ADMIN (and CAP_NET_ADMIN, as for any admin genl op).
  */
 #ifndef _UAPI_LINUX_DM_TRACK_H
