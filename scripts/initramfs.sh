@@ -18,18 +18,11 @@ for applet in $("$root/bin/busybox" --list-full); do
 	[ -e "$root/$applet" ] || ln -s /bin/busybox "$root/$applet"
 done
 
-# Programs from the host the tests use, with their libraries.
-host_progs="/sbin/dmsetup /sbin/mke2fs /sbin/e2fsck /sbin/mkfs.xfs
-	/sbin/blkdiscard /usr/bin/cmp /usr/bin/setpriv"
-for p in $host_progs; do
-	[ -x "$p" ] || die "$p is missing; run scripts/deps.sh"
-	# The real program replaces busybox's applet of the same name.
-	for d in bin sbin usr/bin usr/sbin; do
-		[ -L "$root/$d/$(basename "$p")" ] && rm -f "$root/$d/$(basename "$p")"
-	done
-	mkdir -p "$root$(dirname "$p")"
-	cp "$p" "$root$p"
-done
+# Programs from the host the tests use, with their libraries; more from
+# LIBTRACK_VM_PROGS (names or paths, space-separated).
+# shellcheck disable=SC2086
+add_host_progs "$root" /sbin/dmsetup /sbin/mke2fs /sbin/e2fsck /sbin/mkfs.xfs \
+	/sbin/blkdiscard /usr/bin/cmp /usr/bin/setpriv ${LIBTRACK_VM_PROGS:-}
 ln -sf mke2fs "$root/sbin/mkfs.ext4"
 
 # libtrack's tools and the selftests

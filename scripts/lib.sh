@@ -41,3 +41,33 @@ pristine_source() {
 	) 8>"$cache/src/.lock"
 	echo "$dir"
 }
+
+# Copy host programs (paths, or names found in PATH) into the initramfs tree
+# ROOT at the same paths, with the shared libraries they need. A program
+# replaces busybox's applet of the same name.
+add_host_progs() {
+	local root=$1 p q d lib
+	shift
+	for p in "$@"; do
+		case "$p" in
+		/*) ;;
+		*)
+			q=$(command -v "$p") || die "no program '$p' on this machine"
+			p=$q
+			;;
+		esac
+		[ -x "$p" ] || die "$p is missing; run scripts/deps.sh"
+		for d in bin sbin usr/bin usr/sbin; do
+			[ -L "$root/$d/$(basename "$p")" ] &&
+				rm -f "$root/$d/$(basename "$p")"
+		done
+		mkdir -p "$root$(dirname "$p")"
+		cp "$p" "$root$p"
+		ldd "$p" 2>/dev/null |
+			awk '/=> \// { print $3 } /^\t\// { print $1 }' |
+			while read -r lib; do
+				mkdir -p "$root$(dirname "$lib")"
+				[ -e "$root$lib" ] || cp -L "$lib" "$root$lib"
+			done
+	done
+}

@@ -6,7 +6,9 @@
  * replica equals the source byte for byte, and every block each writer
  * wrote is in the union of the committed sets, checked against the writers'
  * own logs. Run without and with a metadata device (the write-intent path
- * defers writes while the syncer runs).
+ * defers writes while the syncer runs), and with a metadata device, 512-byte
+ * blocks (several metadata slots) and suspends and table reloads between
+ * syncs, while the writers write.
  */
 #include <pthread.h>
 #include <time.h>
@@ -35,6 +37,7 @@ static volatile int stop;
 static time_t deadline;		/* writers stop then at the latest */
 static const char *src_path = TT_PATH;
 static const char *replica_path = VM_DISK_C;
+static unsigned int track_bs = BS;	/* the target's block size */
 
 static void *writer_main(void *arg)
 {
@@ -92,21 +95,20 @@ struct copy_ctx {
 static int copy_extent(uint64_t first, uint64_t count, void *arg)
 {
 	struct copy_ctx *c = arg;
-	uint64_t b, n;
+	uint64_t off = first * track_bs, end = (first + count) * track_bs, b;
+	ssize_t len;
 
-	for (b = first; b < first + count; b += n) {
-		ssize_t len;
-
-		n = first + count - b;
-		if (n > COPY_BLOCKS)
-			n = COPY_BLOCKS;
-		len = (ssize_t)(n * BS);
-		if (pread(c->src, c->buf, len, b * BS) != len ||
-		    pwrite(c->dst, c->buf, len, b * BS) != len) {
+	for (; off < end; off += len) {
+		len = end - off;
+		if (len > COPY_BLOCKS * BS)
+			len = COPY_BLOCKS * BS;
+		if (pread(c->src, c->buf, len, off) != len ||
+		    pwrite(c->dst, c->buf, len, off) != len) {
 			c->error = errno ? errno : EIO;
 			return -EIO;
 		}
-		memset(c->seen + b, 1, n);
+		for (b = off / BS; b <= (off + len - 1) / BS; b++)
+			c->seen[b] = 1;
 	}
 	return 0;
 }
@@ -159,6 +161,8 @@ FIXTURE(hammer) {
 
 FIXTURE_VARIANT(hammer) {
 	const char *metadata;
+	unsigned int block_size;
+	int reload;		/* suspend or reload between syncs */
 };
 
 FIXTURE_VARIANT_ADD(hammer, memory_only) {
@@ -169,6 +173,13 @@ FIXTURE_VARIANT_ADD(hammer, with_metadata) {
 	.metadata = VM_DISK_D,
 };
 
+/* 131072 blocks of 512 bytes: four metadata slots. */
+FIXTURE_VARIANT_ADD(hammer, with_metadata_reloads) {
+	.metadata = VM_DISK_D,
+	.block_size = 512,
+	.reload = 1,
+};
+
 FIXTURE_SETUP(hammer)
 {
 	struct track_dm_params p = {
@@ -176,9 +187,11 @@ FIXTURE_SETUP(hammer)
 		.length = (uint64_t)NR_BLOCKS * BS / 512,
 		.clean = 1,
 		.metadata_dev = variant->metadata,
+		.block_size = variant->block_size,
 	};
 	unsigned int i;
 
+	track_bs = variant->block_size ? variant->block_size : BS;
 	TT_REQUIRE_TARGET();
 	tt_remove(TT_NAME);
 	/* Source and replica start identical: both zeroed. */
@@ -234,6 +247,15 @@ TEST_F_TIMEOUT(hammer, replica_equals_source_after_syncs_under_writes, 300)
 	       time(NULL) < deadline) {
 		self->s.during++;
 		ASSERT_EQ(0, sync_once(&self->s, 1, &seed));
+		/* Suspend, or reload the same table, while writers write. */
+		if (variant->reload && self->s.during % 2) {
+			ASSERT_EQ(0, vm_run("dmsetup suspend --noudevsync " TT_NAME
+					    " && dmsetup resume --noudevsync " TT_NAME));
+		} else if (variant->reload) {
+			ASSERT_EQ(0, vm_run("dmsetup table " TT_NAME " | dmsetup reload "
+					    TT_NAME " && dmsetup resume --noudevsync "
+					    TT_NAME));
+		}
 		usleep(rand_r(&seed) % 50000);
 	}
 	stop = 1;

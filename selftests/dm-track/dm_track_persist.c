@@ -274,6 +274,89 @@ TEST_F(persist, failed_intent_write_marks_the_metadata_invalid)
 	tt_remove("lt-flaky");
 }
 
+/* The raw metadata status word: "ok", "failed" or "unrecorded". */
+static int md_status_is(const char *word)
+{
+	return vm_run("dmsetup status " TT_NAME " | awk '{ print $12 }' | grep -qx %s",
+		      word) == 0;
+}
+
+/*
+ * The stored state, loaded into a second device from a copy of the
+ * metadata (a crash now would load exactly this): which blocks are dirty.
+ */
+static void load_copy(struct __test_metadata *_metadata, struct tt_extents *x)
+{
+	tt_remove("lt-check");
+	tt_remove("lt-mdcopy");
+	ASSERT_EQ(0, vm_run("echo '0 4096 linear " VM_DISK_C " 0' | "
+			    "dmsetup create --noudevsync lt-mdcopy && "
+			    "dd if=" VM_DISK_D " of=/dev/mapper/lt-mdcopy bs=1M count=2 "
+			    "iflag=direct oflag=direct status=none"));
+	ASSERT_EQ(0, vm_run("echo '0 2097152 track " VM_DISK_B
+			    " 0 8 2 metadata /dev/mapper/lt-mdcopy' | "
+			    "dmsetup create --noudevsync lt-check"));
+	ASSERT_EQ(0, tt_extents("lt-check", TRACK_DM_ACTIVE, x));
+	tt_remove("lt-check");
+	tt_remove("lt-mdcopy");
+}
+
+/*
+ * A flapping metadata path: an intent write fails, and so does the
+ * superblock that would record the failure. Writes that need a new intent
+ * bit must then fail (a crash would load a set without them), writes
+ * covered by an intent bit on disk go on, and once the path is back the
+ * failure is recorded and writes go on in memory.
+ */
+TEST_F(persist, unrecorded_failure_fails_writes_that_need_intent)
+{
+	struct tt_extents x = { 0 };
+	int went;
+
+	tt_remove("lt-flaky");
+	ASSERT_EQ(0, vm_run("echo '0 524288 linear " VM_DISK_D " 0' | "
+			    "dmsetup create --noudevsync lt-flaky"));
+	create(_metadata, "0 2097152 track " VM_DISK_B
+			  " 0 8 3 metadata /dev/mapper/lt-flaky clean");
+	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 0, BS));
+	EXPECT_TRUE(md_status_is("ok"));
+
+	/* The whole metadata device stops taking writes. */
+	ASSERT_EQ(0, vm_run("dmsetup suspend --noudevsync lt-flaky && "
+			    "echo '0 524288 error' | dmsetup load lt-flaky && "
+			    "dmsetup resume --noudevsync lt-flaky"));
+	vm_kmsg_mark("unrecorded");
+	went = tt_pwrite(TT_PATH, O_DIRECT, 150000 * BS, BS) == 0;
+	EXPECT_FALSE(went)
+		TH_LOG("a write that needs a new intent bit went through unrecorded");
+	EXPECT_TRUE(md_status_is("unrecorded"));
+	EXPECT_TRUE(vm_kmsg_has("unrecorded", "cannot mark the metadata invalid"));
+	/* Its region's intent bit is on disk: a crash finds this one. */
+	EXPECT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 1 * BS, BS));
+
+	/* A crash now: every block that was written comes back dirty. */
+	load_copy(_metadata, &x);
+	EXPECT_TRUE(tt_has(&x, 0) && tt_has(&x, 1)) TH_LOG("dirty: %s", tt_str(&x));
+	if (went)
+		EXPECT_TRUE(tt_has(&x, 150000))
+			TH_LOG("block 150000 was written and a crash would lose it: dirty %s",
+			       tt_str(&x));
+
+	/* The path comes back: the retry records the failure. */
+	ASSERT_EQ(0, vm_run("dmsetup suspend --noudevsync lt-flaky && "
+			    "echo '0 524288 linear " VM_DISK_D " 0' | "
+			    "dmsetup load lt-flaky && "
+			    "dmsetup resume --noudevsync lt-flaky"));
+	EXPECT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 160000 * BS, BS));
+	EXPECT_TRUE(md_status_is("failed"));
+	EXPECT_TRUE(vm_kmsg_has("unrecorded", "metadata marked invalid"));
+	load_copy(_metadata, &x);
+	EXPECT_EQ(262144, tt_blocks(&x)) TH_LOG("not all dirty: %s", tt_str(&x));
+	free(x.e);
+	tt_remove(TT_NAME);
+	tt_remove("lt-flaky");
+}
+
 TEST_F(persist, unwritable_metadata_device_refuses_to_resume)
 {
 	tt_remove("lt-flaky");

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/fs.h>
@@ -63,6 +64,22 @@ static inline void vm_fill(void *buf, size_t len, unsigned int seed,
 
 	for (i = 0; i < len; i++)
 		p[i] = (unsigned char)((off + i) * 131 + seed * 7 + ((off + i) >> 9));
+}
+
+/* "major:minor" of a block device, as dm prints it in a table. */
+static inline const char *vm_devno(const char *path)
+{
+	static char buf[4][32];
+	static unsigned int n;
+	char *out = buf[n++ % 4];
+	struct stat st;
+
+	if (stat(path, &st))
+		snprintf(out, 32, "?");
+	else
+		snprintf(out, 32, "%u:%u", major(st.st_rdev),
+			 minor(st.st_rdev));
+	return out;
 }
 
 /* Does the target type exist in this kernel (dmsetup targets)? */
