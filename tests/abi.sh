@@ -39,9 +39,9 @@ if [ -z "$other" ]; then
 else
 	not_ok "exported symbols outside the track_ namespace: $other"
 fi
-if readelf -d "$so" | grep -q 'SONAME.*libtrack\.so\.1\]'; then
-	ok "soname is libtrack.so.1"
+if readelf -d "$so" | grep -q 'SONAME.*libtrack\.so\.2\]'; then
+	ok "soname is libtrack.so.2"
 else
-	not_ok "soname is not libtrack.so.1"
+	not_ok "soname is not libtrack.so.2"
 fi
 done_testing

@@ -149,9 +149,9 @@ struct craft {
 static void craft_header_raw(struct craft *c, unsigned char *h, size_t hlen)
 {
 	sf_put32(h + SF_H_CRC, 0);
-	sf_put32(h + SF_H_CRC, track_crc32c(0, h, hlen));
+	sf_put32(h + SF_H_CRC, trk_crc32c(0, h, hlen));
 	mem_write(&c->m, h, hlen);
-	c->digest = track_crc32c(0, h, hlen);
+	c->digest = trk_crc32c(0, h, hlen);
 }
 
 static void craft_header_fields(unsigned char *h, uint32_t bs, uint64_t size,
@@ -191,10 +191,10 @@ static void craft_record(struct craft *c, uint16_t type, uint16_t flags,
 	sf_put64(h + SF_R_SEQ, seq);
 	sf_put64(h + SF_R_FIRST, first);
 	sf_put64(h + SF_R_COUNT, count);
-	sf_put32(h + SF_R_PCRC, track_crc32c(0, payload, plen));
-	sf_put32(h + SF_R_HCRC, track_crc32c(0, h, SF_R_HCRC));
+	sf_put32(h + SF_R_PCRC, trk_crc32c(0, payload, plen));
+	sf_put32(h + SF_R_HCRC, trk_crc32c(0, h, SF_R_HCRC));
 	if (type != SF_T_END)
-		c->digest = track_crc32c(c->digest, h, SF_REC_LEN);
+		c->digest = trk_crc32c(c->digest, h, SF_REC_LEN);
 	mem_write(&c->m, h, SF_REC_LEN);
 	mem_write(&c->m, payload, plen);
 }
@@ -247,15 +247,15 @@ static void crc32c_matches_reference_vectors(void **state)
 {
 	unsigned char buf[32];
 
-	assert_int_equal(track_crc32c(0, "123456789", 9), 0xe3069283);
-	assert_int_equal(track_crc32c_sw(0, "123456789", 9), 0xe3069283);
+	assert_int_equal(trk_crc32c(0, "123456789", 9), 0xe3069283);
+	assert_int_equal(trk_crc32c_sw(0, "123456789", 9), 0xe3069283);
 	/* RFC 3720, B.4 */
 	memset(buf, 0, sizeof(buf));
-	assert_int_equal(track_crc32c(0, buf, 32), 0x8a9136aa);
+	assert_int_equal(trk_crc32c(0, buf, 32), 0x8a9136aa);
 	memset(buf, 0xff, sizeof(buf));
-	assert_int_equal(track_crc32c(0, buf, 32), 0x62a8ab43);
+	assert_int_equal(trk_crc32c(0, buf, 32), 0x62a8ab43);
 	/* continuing a CRC equals one pass */
-	assert_int_equal(track_crc32c(track_crc32c(0, "1234", 4), "56789", 5),
+	assert_int_equal(trk_crc32c(trk_crc32c(0, "1234", 4), "56789", 5),
 			 0xe3069283);
 }
 
@@ -269,10 +269,10 @@ static void crc32c_instruction_and_tables_agree(void **state)
 	for (i = 0; i < 2000; i++) {
 		off = rnd() % 64;
 		len = rnd() % 4096;
-		assert_int_equal(track_crc32c(i, buf + off, len),
-				 track_crc32c_sw(i, buf + off, len));
+		assert_int_equal(trk_crc32c(i, buf + off, len),
+				 trk_crc32c_sw(i, buf + off, len));
 	}
-	print_message("# crc32c uses %s\n", track_crc32c_hw() ?
+	print_message("# crc32c uses %s\n", trk_crc32c_hw() ?
 		      "the SSE4.2 instruction" : "slicing-by-8 tables");
 }
 
@@ -763,7 +763,7 @@ static void huge_data_record_is_refused_before_reading_it(void **state)
 	sf_put64(h + SF_R_FIRST, 0);
 	sf_put64(h + SF_R_COUNT, 1 << 20);
 	sf_put32(h + SF_R_PCRC, 0);
-	sf_put32(h + SF_R_HCRC, track_crc32c(0, h, SF_R_HCRC));
+	sf_put32(h + SF_R_HCRC, trk_crc32c(0, h, SF_R_HCRC));
 	mem_write(&c.m, h, SF_REC_LEN);
 	expect_refused(&c, -EBADMSG, "larger than 8388608 bytes");
 }

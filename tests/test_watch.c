@@ -340,7 +340,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 	char cmd[256];
 
-	track_watch_close(f->w);
+	track_watch_free(f->w);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", f->dir, f->out);
 	if (system(cmd))
 		return -1;
@@ -398,7 +398,7 @@ static void plain_kernel_gives_plain_mode(void **state)
 	struct fixture *f = *state;
 
 	open_watch(f, 0);
-	assert_int_equal(track_watch_mode(f->w), TRACK_WATCH_PLAIN);
+	assert_int_equal(track_watch_get_mode(f->w), TRACK_WATCH_PLAIN);
 	assert_string_equal(track_watch_root(f->w, 0), f->dir);
 	assert_null(track_watch_root(f->w, 1));
 	assert_int_equal(track_watch_count(f->w), 1);
@@ -411,11 +411,11 @@ static void range_kernel_gives_ranges_mode_unless_refused(void **state)
 
 	kernel_has_ranges = true;
 	assert_int_equal(track_watch_new(0, &w), 0);
-	assert_int_equal(track_watch_mode(w), TRACK_WATCH_RANGES);
-	track_watch_close(w);
+	assert_int_equal(track_watch_get_mode(w), TRACK_WATCH_RANGES);
+	track_watch_free(w);
 	assert_int_equal(track_watch_new(TRACK_WATCH_NO_RANGES, &w), 0);
-	assert_int_equal(track_watch_mode(w), TRACK_WATCH_PLAIN);
-	track_watch_close(w);
+	assert_int_equal(track_watch_get_mode(w), TRACK_WATCH_PLAIN);
+	track_watch_free(w);
 	assert_int_equal(track_watch_new(0x100, &w), -EINVAL);
 	(void)f;
 }
@@ -674,7 +674,7 @@ static void watch_limit_error_names_the_sysctl(void **state)
 	assert_non_null(strstr(track_watch_error(w),
 			       "fs.inotify.max_user_watches"));
 	assert_non_null(strstr(track_watch_error(w), f->dir));
-	track_watch_close(w);
+	track_watch_free(w);
 }
 
 static void watch_limit_while_running_is_reported(void **state)

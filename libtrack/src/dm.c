@@ -240,7 +240,7 @@ out:
 	return r;
 }
 
-TRACK_EXPORT void track_dm_close(struct track_dm *dm)
+TRACK_EXPORT void track_dm_free(struct track_dm *dm)
 {
 	free(dm);
 }
@@ -275,7 +275,7 @@ static int parse_u64_or_dash(const char *s, uint64_t *v)
 }
 
 /* Parse a status line of the track target (see dm-track.rst). */
-int track_dm_parse_status(const char *line, struct track_dm_status *st)
+int trk_dm_parse_status(const char *line, struct track_dm_status *st)
 {
 	char f[10][64];
 	uint64_t v[8];
@@ -309,7 +309,7 @@ int track_dm_parse_status(const char *line, struct track_dm_status *st)
 	return 0;
 }
 
-TRACK_EXPORT int track_dm_status(struct track_dm *dm,
+TRACK_EXPORT int track_dm_get_status(struct track_dm *dm,
 				 struct track_dm_status *st)
 {
 	char *type = NULL, *params = NULL;
@@ -329,7 +329,7 @@ TRACK_EXPORT int track_dm_status(struct track_dm *dm,
 		r = -EMEDIUMTYPE;
 		goto out;
 	}
-	r = track_dm_parse_status(params ? params : "", st);
+	r = trk_dm_parse_status(params ? params : "", st);
 out:
 	dm_task_destroy(dmt);
 	return r;

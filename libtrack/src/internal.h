@@ -4,6 +4,7 @@
 #define LIBTRACK_INTERNAL_H
 
 #include <libtrack.h>
+#include <libtrack/dm.h>
 
 /* Public symbols are exported explicitly; everything else stays hidden. */
 #define TRACK_EXPORT __attribute__((visibility("default")))
@@ -11,6 +12,6 @@
 #define TRACK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* dm.c: parse the status line of a track target. */
-int track_dm_parse_status(const char *line, struct track_dm_status *st);
+int trk_dm_parse_status(const char *line, struct track_dm_status *st);
 
 #endif /* LIBTRACK_INTERNAL_H */

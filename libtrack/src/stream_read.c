@@ -236,7 +236,7 @@ TRACK_EXPORT int track_stream_read_header(struct track_stream_reader *r,
 	}
 	stored = sf_get32(h + SF_H_CRC);
 	sf_put32(h + SF_H_CRC, 0);
-	crc = track_crc32c(0, h, hlen);
+	crc = trk_crc32c(0, h, hlen);
 	sf_put32(h + SF_H_CRC, stored);
 	if (crc != stored) {
 		ret = rd_fail(r, -EBADMSG, SF_H_CRC, "header checksum mismatch "
@@ -289,7 +289,7 @@ TRACK_EXPORT int track_stream_read_header(struct track_stream_reader *r,
 	r->nr_blocks = sf_nr_blocks(in->device_size, r->bs);
 	r->max_record = r->bs > TRACK_STREAM_MAX_RECORD ? r->bs :
 			TRACK_STREAM_MAX_RECORD;
-	r->digest = track_crc32c(0, h, hlen);
+	r->digest = trk_crc32c(0, h, hlen);
 	if (posix_memalign((void **)&r->payload, 4096, r->max_record)) {
 		ret = -ENOMEM;
 		goto out;
@@ -407,7 +407,7 @@ next:
 		return rd_fail(r, -EBADMSG, roff, "the stream ends inside the "
 			       "header of record %" PRIu64 " (%zd of %u "
 			       "bytes): truncated", r->seq, k, SF_REC_LEN);
-	crc = track_crc32c(0, h, SF_R_HCRC);
+	crc = trk_crc32c(0, h, SF_R_HCRC);
 	if (crc != sf_get32(h + SF_R_HCRC))
 		return rd_fail(r, -EBADMSG, roff, "record %" PRIu64 ": header "
 			       "checksum mismatch (stored %08" PRIx32
@@ -504,7 +504,7 @@ next:
 			       "ends inside the payload of record %" PRIu64
 			       " (%s; %zd of %" PRIu32 " bytes): truncated",
 			       seq, run, k, plen);
-	crc = track_crc32c(0, r->payload, plen);
+	crc = trk_crc32c(0, r->payload, plen);
 	if (crc != pcrc)
 		return rd_fail(r, -EBADMSG, roff + SF_REC_LEN, "record %"
 			       PRIu64 " (%s): payload checksum mismatch "
@@ -514,7 +514,7 @@ next:
 	if (type == SF_T_END)
 		return rd_end(r, roff);
 
-	r->digest = track_crc32c(r->digest, h, SF_REC_LEN);
+	r->digest = trk_crc32c(r->digest, h, SF_REC_LEN);
 	r->seq++;
 	r->tot.records++;
 	if (type != SF_T_DATA && type != SF_T_ZERO)

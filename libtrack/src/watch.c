@@ -599,7 +599,7 @@ TRACK_EXPORT int track_watch_new(unsigned int flags, struct track_watch **wp)
 	return 0;
 }
 
-TRACK_EXPORT void track_watch_close(struct track_watch *w)
+TRACK_EXPORT void track_watch_free(struct track_watch *w)
 {
 	if (!w)
 		return;
@@ -626,7 +626,7 @@ TRACK_EXPORT void track_watch_close(struct track_watch *w)
 	free(w);
 }
 
-TRACK_EXPORT enum track_watch_mode track_watch_mode(const struct track_watch *w)
+TRACK_EXPORT enum track_watch_mode track_watch_get_mode(const struct track_watch *w)
 {
 	return w->mode;
 }

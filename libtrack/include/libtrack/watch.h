@@ -6,7 +6,7 @@
  * A watcher uses the extended inotify of the UDS+ kernel patch (the
  * IN_REPORT_RANGE flag of inotify_init1()) when the running kernel has it,
  * and plain inotify otherwise; then every modification says "the whole file
- * may have changed". track_watch_mode() tells which one it got.
+ * may have changed". track_watch_get_mode() tells which one it got.
  *
  * A directory is watched with its whole tree, including directories created
  * or moved in while it is watched: the watcher adds the new directory's
@@ -92,10 +92,10 @@ struct track_event {
 int track_watch_new(unsigned int flags, struct track_watch **wp);
 
 /* Remove every watch and free the watcher. */
-void track_watch_close(struct track_watch *w);
+void track_watch_free(struct track_watch *w);
 
 /* Whether modifications carry ranges. */
-enum track_watch_mode track_watch_mode(const struct track_watch *w);
+enum track_watch_mode track_watch_get_mode(const struct track_watch *w);
 
 /*
  * Watch PATH: a directory with its whole tree, or a single file. PATH
