@@ -52,7 +52,7 @@ static void nothing_pending_is_never_due(void **state)
 	struct track_batch *b = policy(5000, 250000, 30000);
 
 	assert_int_equal(track_batch_due(b), TRACK_BATCH_NONE);
-	assert_int_equal(track_batch_wait(b), -1);
+	assert_int_equal(track_batch_wait(b), -ENODATA);
 	fake_now += 1000000;
 	assert_int_equal(track_batch_due(b), TRACK_BATCH_NONE);
 	track_batch_free(b);

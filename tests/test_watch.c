@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <setjmp.h>
 #include <cmocka.h>
@@ -393,6 +395,19 @@ static void quiet(struct fixture *f)
 	assert_int_equal(n, 0);
 }
 
+/* Nothing but ATTRIB events for a while. */
+static void quiet_but_attrib(struct fixture *f)
+{
+	struct track_event ev;
+	int n;
+
+	while ((n = track_watch_next(f->w, &ev, 200)) == 1)
+		if (ev.kind != TRACK_EVENT_ATTRIB)
+			fail_msg("unexpected event kind %d '%s'", ev.kind,
+				 ev.path);
+	assert_int_equal(n, 0);
+}
+
 static void plain_kernel_gives_plain_mode(void **state)
 {
 	struct fixture *f = *state;
@@ -606,7 +621,7 @@ static void unpaired_halves_time_out(void **state)
 	assert_true(track_watch_timeout(f->w) <= 30);
 	expect(f, TRACK_EVENT_DELETE, "left");
 	expect(f, TRACK_EVENT_CREATE, "arrived");
-	assert_int_equal(track_watch_timeout(f->w), -1);
+	assert_int_equal(track_watch_timeout(f->w), -ENODATA);
 }
 
 static void overflow_is_a_rescan_with_watches_restored(void **state)
@@ -742,6 +757,130 @@ static void single_file_root_reports_its_own_changes(void **state)
 	assert_string_equal(ev.path, "");
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A signal handler (SIGTERM in a daemon) must be able to break a wait. */
+static void signal_interrupts_the_wait(void **state)
+{
+	struct fixture *f = *state;
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	struct itimerval it = { .it_value = { .tv_usec = 100000 } };
+	struct track_event ev;
+
+	open_watch(f, 0);
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);	/* no SA_RESTART */
+	assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+	assert_int_equal(track_watch_next(f->w, &ev, 3000), -EINTR);
+	sigaction(SIGALRM, &old, NULL);
+	/* The watcher still works afterwards. */
+	sh("touch %s/after", f->dir);
+	expect(f, TRACK_EVENT_CREATE, "after");
+}
+
+/* 10,000 failed adds use up no root id and keep no path. */
+static void failed_adds_leave_nothing_behind(void **state)
+{
+	struct fixture *f = *state;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/missing", f->dir);
+	assert_int_equal(track_watch_new(0, &f->w), 0);
+	for (int i = 0; i < 10000; i++)
+		assert_int_equal(track_watch_add(f->w, path), -ENOENT);
+	assert_null(track_watch_root(f->w, 0));
+	assert_int_equal(track_watch_add(f->w, f->dir), 0);
+	assert_string_equal(track_watch_root(f->w, 0), f->dir);
+	assert_null(track_watch_root(f->w, 1));
+	assert_int_equal(track_watch_count(f->w), 1);
+}
+
+/* After track_watch_remove() nothing of that root comes out, queued or new. */
+static void removed_root_reports_nothing_more(void **state)
+{
+	struct fixture *f = *state;
+	struct track_event ev;
+
+	open_watch(f, 0);
+	assert_int_equal(track_watch_add(f->w, f->out), 1);
+	sh("mkdir %s/sub && touch %s/queued %s/other", f->dir, f->dir, f->out);
+	/* Read the queue (the first event) so the rest sits in the watcher. */
+	assert_int_equal(next(f, &ev), 1);
+	assert_int_equal(track_watch_remove(f->w, 0), 0);
+	assert_int_equal(track_watch_remove(f->w, 0), -ENOENT);
+	assert_int_equal(track_watch_remove(f->w, 7), -ENOENT);
+	assert_null(track_watch_root(f->w, 0));
+	assert_int_equal(track_watch_count(f->w), 1);	/* f->out only */
+	sh("touch %s/new %s/sub/deeper", f->dir, f->dir);
+	for (;;) {
+		int n = track_watch_next(f->w, &ev, 200);
+
+		if (n == 0)
+			break;
+		assert_int_equal(n, 1);
+		assert_int_equal(ev.root, 1);
+	}
+	/* The free id is used again. */
+	assert_int_equal(track_watch_add(f->w, f->dir), 0);
+	assert_int_equal(track_watch_count(f->w), 3);
+}
+
+/*
+ * An editor saves by writing a temporary file and renaming it over the
+ * original: a single-file root follows the path to the new file and says
+ * the whole file changed.
+ */
+static void single_file_root_follows_a_rename_over(void **state)
+{
+	struct fixture *f = *state;
+	struct track_event ev;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/solo", f->dir);
+	sh("echo 1 >%s", path);
+	assert_int_equal(track_watch_new(0, &f->w), 0);
+	assert_int_equal(track_watch_add(f->w, path), 0);
+	for (int round = 0; round < 3; round++) {
+		sh("echo %d >%s/.solo.tmp && mv %s/.solo.tmp %s", round,
+		   f->dir, f->dir, path);
+		do {
+			assert_int_equal(next(f, &ev), 1);
+		} while (ev.kind == TRACK_EVENT_ATTRIB);
+		if (ev.kind != TRACK_EVENT_MODIFY)
+			fail_msg("round %d: expected MODIFY, got kind %d flags "
+				 "%#x", round, ev.kind, ev.flags);
+		assert_string_equal(ev.path, "");
+		assert_int_equal(ev.flags, 0);
+		assert_true(ev.length == TRACK_WHOLE_FILE);
+		quiet_but_attrib(f);
+		sh("echo more >>%s", path);
+		expect(f, TRACK_EVENT_MODIFY, "");
+	}
+	assert_int_equal(track_watch_count(f->w), 1);
+}
+
+/* A deleted single-file root is GONE, and not a directory. */
+static void deleted_file_root_is_gone_without_dir_flag(void **state)
+{
+	struct fixture *f = *state;
+	struct track_event ev;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/solo", f->dir);
+	sh("echo 1 >%s", path);
+	assert_int_equal(track_watch_new(0, &f->w), 0);
+	assert_int_equal(track_watch_add(f->w, path), 0);
+	sh("rm %s", path);
+	do {
+		assert_int_equal(next(f, &ev), 1);
+	} while (ev.kind == TRACK_EVENT_ATTRIB);
+	assert_int_equal(ev.kind, TRACK_EVENT_GONE);
+	assert_int_equal(ev.flags & TRACK_EVENT_DIR, 0);
+	assert_int_equal(track_watch_count(f->w), 0);
+}
+
 static void odd_names_come_through_intact(void **state)
 {
 	struct fixture *f = *state;
@@ -798,6 +937,11 @@ int main(void)
 		W(watch_limit_while_running_is_reported),
 		W(symlinks_inside_are_not_followed),
 		W(deleted_root_is_gone),
+		W(signal_interrupts_the_wait),
+		W(failed_adds_leave_nothing_behind),
+		W(removed_root_reports_nothing_more),
+		W(single_file_root_follows_a_rename_over),
+		W(deleted_file_root_is_gone_without_dir_flag),
 		W(single_file_root_reports_its_own_changes),
 		W(odd_names_come_through_intact),
 #undef W

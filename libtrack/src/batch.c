@@ -180,7 +180,7 @@ TRACK_EXPORT int64_t track_batch_wait(struct track_batch *b)
 	uint64_t now, due;
 
 	if (b->st.updates == 0)
-		return -1;
+		return -ENODATA;
 	if (track_batch_due(b) != TRACK_BATCH_NONE)
 		return 0;
 	now = clock_now(b);

@@ -85,7 +85,7 @@ enum track_batch_reason track_batch_due(struct track_batch *b);
 
 /*
  * Milliseconds until a push is due if no update comes: 0 if it is due now,
- * -1 if nothing is pending.
+ * -ENODATA if nothing is pending (negative: poll(2) then waits forever).
  */
 int64_t track_batch_wait(struct track_batch *b);
 

@@ -64,7 +64,10 @@ enum track_event_kind {
 	TRACK_EVENT_DELETE,	/* path disappeared (unlinked, moved out) */
 	TRACK_EVENT_RENAME,	/* old_path was renamed to path */
 	TRACK_EVENT_RESCAN,	/* events were lost: compare the tree */
-	TRACK_EVENT_GONE,	/* the root itself was deleted, moved or unmounted */
+	TRACK_EVENT_GONE,	/* the root itself was deleted, moved or unmounted;
+				 * DIR set if it was a directory. A single-file
+				 * root replaced by a rename is followed instead
+				 * (a whole-file MODIFY). */
 };
 
 /* Bits in track_event.flags. */
@@ -107,6 +110,13 @@ enum track_watch_mode track_watch_get_mode(const struct track_watch *w);
  */
 int track_watch_add(struct track_watch *w, const char *path);
 
+/*
+ * Stop watching root ROOT: its watches go, and events of it still queued in
+ * the watcher are dropped. Its id may be returned by a later
+ * track_watch_add(). -ENOENT if ROOT is not a watched root.
+ */
+int track_watch_remove(struct track_watch *w, int root);
+
 /* The path given to track_watch_add() for root id ROOT, or NULL. */
 const char *track_watch_root(const struct track_watch *w, int root);
 
@@ -115,8 +125,9 @@ unsigned int track_watch_count(const struct track_watch *w);
 
 /*
  * Get the next event, waiting up to TIMEOUT_MS milliseconds (-1 forever,
- * 0 not at all). Returns 1 and fills *EV, 0 if no event came in time, or a
- * negative errno (then see track_watch_error()). Strings in *EV stay valid
+ * 0 not at all). Returns 1 and fills *EV, 0 if no event came in time,
+ * -EINTR if a signal interrupted the wait (nothing is lost: call again),
+ * or another negative errno (then see track_watch_error()). Strings in *EV stay valid
  * until the next call on W.
  */
 int track_watch_next(struct track_watch *w, struct track_event *ev,
@@ -132,7 +143,7 @@ int track_watch_fd(const struct track_watch *w);
 /*
  * How long the caller may sleep before track_watch_next() must be called
  * again even if the descriptor stays quiet (a held rename half expires), in
- * milliseconds; -1 for no limit.
+ * milliseconds; -ENODATA for no limit (negative: poll(2) waits forever).
  */
 int track_watch_timeout(const struct track_watch *w);
 
