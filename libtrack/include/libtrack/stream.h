@@ -86,7 +86,9 @@ struct track_stream_totals {
 /*
  * Where a writer puts bytes: write all LEN bytes and return LEN, or return
  * a negative errno value. Where a reader gets bytes: return 1 .. LEN bytes,
- * 0 at the end of the input, or a negative errno value.
+ * 0 at the end of the input, or a negative errno value; -EAGAIN (or
+ * -EWOULDBLOCK, -EINTR) means "nothing yet": the reader returns it to its
+ * caller, keeps what it has, and resumes on the next call.
  */
 typedef ssize_t (*track_stream_write_fn)(void *arg, const void *buf,
 					 size_t len);
@@ -150,9 +152,10 @@ int track_stream_reader_new(track_stream_read_fn fn, void *arg,
 int track_stream_reader_open(int fd, struct track_stream_reader **rp);
 
 /*
- * Read and check the header. -EBADMSG: not a stream, corrupt or truncated;
+ * Read and check the header. -EBADMSG: not a stream, or corrupt (reject
+ * it); -ENODATA: the input ended early, truncated (transfer it again);
  * -EPROTONOSUPPORT: a format this library cannot read (a newer major
- * version, unknown flags).
+ * version, unknown flags); -EAGAIN: the read function had nothing yet.
  */
 int track_stream_read_header(struct track_stream_reader *r,
 			     struct track_stream_info *info);
