@@ -277,6 +277,13 @@ static void bad_params_are_refused(void **state)
 	p.zlib_level = 10;
 	assert_int_equal(track_batch_new(&p, &b), -EINVAL);
 	assert_int_equal(track_batch_new(NULL, &b), -EINVAL);
+	/* Reserved space is for later versions: not zero, not accepted. */
+	track_batch_params_init(&p);
+	p.reserved[6] = 1;
+	assert_int_equal(track_batch_new(&p, &b), -EINVAL);
+	p.reserved[6] = 0;
+	p.reserved0 = 1;
+	assert_int_equal(track_batch_new(&p, &b), -EINVAL);
 }
 
 static void reasons_have_names(void **state)

@@ -65,12 +65,23 @@ static void malformed_lines_are_refused(void **state)
 		assert_int_equal(-EPROTO, trk_dm_parse_status(bad[i], &st));
 }
 
+/* Reserved space is for later versions: not zero, not accepted. */
+static void create_refuses_nonzero_reserved_fields(void **state)
+{
+	struct track_dm_params p = { .data_dev = "/dev/null" };
+
+	p.reserved[7] = 1;
+	assert_int_equal(track_dm_create("libtrack-test", &p), -EINVAL);
+	assert_int_equal(track_dm_create("libtrack-test", NULL), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(idle_device_parses),
 		cmocka_unit_test(frozen_epoch_and_metadata_parse),
 		cmocka_unit_test(malformed_lines_are_refused),
+		cmocka_unit_test(create_refuses_nonzero_reserved_fields),
 	};
 
 	return cmocka_run_group_tests_name("dm status", tests, NULL, NULL);

@@ -691,6 +691,27 @@ static void reader_resumes_after_eagain(void **state)
 	}
 }
 
+/* Reserved fields of the info are for later versions: must be zero. */
+static void writer_refuses_nonzero_reserved_fields(void **state)
+{
+	struct track_stream_info in = make_info(512, 1 << 20, 0);
+	struct track_stream_writer *w;
+	struct mem m = { 0 };
+
+	in.reserved1[3] = 1;
+	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w),
+			 -EINVAL);
+	in.reserved1[3] = 0;
+	in.reserved[6] = 1;
+	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w),
+			 -EINVAL);
+	in.reserved[6] = 0;
+	in.reserved0 = 1;
+	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w),
+			 -EINVAL);
+	assert_int_equal(m.len, 0);
+}
+
 static void data_after_the_end_record_is_refused(void **state)
 {
 	unsigned char img[40 * 512];
@@ -1042,6 +1063,7 @@ int main(void)
 		cmocka_unit_test(every_flipped_bit_is_detected),
 		cmocka_unit_test(truncation_anywhere_is_detected),
 		cmocka_unit_test(reader_resumes_after_eagain),
+		cmocka_unit_test(writer_refuses_nonzero_reserved_fields),
 		cmocka_unit_test(data_after_the_end_record_is_refused),
 		cmocka_unit_test(each_wrong_header_field_is_named),
 		cmocka_unit_test(corrupt_header_checksum_is_refused),

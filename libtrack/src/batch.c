@@ -60,7 +60,8 @@ TRACK_EXPORT int track_batch_new(const struct track_batch_params *p,
 {
 	struct track_batch *b;
 
-	if (!p || !bp || p->zlib_level < 0 || p->zlib_level > 9)
+	if (!p || !bp || p->zlib_level < 0 || p->zlib_level > 9 ||
+	    p->reserved0 || !trk_all_zero(p->reserved, sizeof(p->reserved)))
 		return -EINVAL;
 	b = calloc(1, sizeof(*b));
 	if (!b)

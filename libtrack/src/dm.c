@@ -84,8 +84,8 @@ static struct dm_task *task_for(int type, const struct track_dm *dm)
 TRACK_EXPORT int track_dm_create(const char *name,
 				 const struct track_dm_params *p)
 {
-	uint64_t length = p->length;
-	uint32_t bs = p->block_size ? p->block_size : 4096;
+	uint64_t length;
+	uint32_t bs;
 	struct dm_info info;
 	char params[4096];
 	struct dm_task *dmt;
@@ -94,7 +94,11 @@ TRACK_EXPORT int track_dm_create(const char *name,
 
 	dm_setup();
 	if (!name || !*name || strlen(name) >= DM_NAME_LEN || !p ||
-	    !p->data_dev || bs < 512 || (bs & (bs - 1)))
+	    !p->data_dev || !trk_all_zero(p->reserved, sizeof(p->reserved)))
+		return -EINVAL;
+	length = p->length;
+	bs = p->block_size ? p->block_size : 4096;
+	if (bs < 512 || (bs & (bs - 1)))
 		return -EINVAL;
 
 	if (!length) {

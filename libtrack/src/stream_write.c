@@ -388,7 +388,10 @@ static int wr_new(const struct track_stream_info *info,
 	struct track_stream_writer *w;
 	int ret = -ENOMEM;
 
-	if (!info || !wp || !info_valid(info))
+	if (!info || !wp || !info_valid(info) ||
+	    info->reserved0 || !trk_all_zero(info->reserved,
+					     sizeof(info->reserved)) ||
+	    !trk_all_zero(info->reserved1, sizeof(info->reserved1)))
 		return -EINVAL;
 	w = calloc(1, sizeof(*w));
 	if (!w)

@@ -43,6 +43,8 @@ struct track_dm_status {
 	uint64_t mem_bytes;	/* memory the sets use */
 	enum track_dm_persist persist;
 	char track_id[40];	/* stable id of the tracking state (hex) */
+	uint32_t reserved0;	/* zero; later versions may fill these */
+	uint64_t reserved[8];
 };
 
 /* What track_dm_create() puts into the table line. */
@@ -54,6 +56,10 @@ struct track_dm_params {
 	const char *metadata_dev; /* NULL = no persistence */
 	int clean;		/* start with nothing dirty (replica identical) */
 	const char *uuid;	/* dm uuid, or NULL */
+	/* Room to grow: must be zero (initialise the struct with { 0 } or
+	 * designated initialisers); track_dm_create() refuses anything else
+	 * with -EINVAL. */
+	uint64_t reserved[8];
 };
 
 /* Create a dm-track device NAME and resume it. */

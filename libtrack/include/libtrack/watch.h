@@ -86,6 +86,7 @@ struct track_event {
 	uint64_t length;	/* MODIFY: bytes changed, or TRACK_WHOLE_FILE */
 	const char *path;	/* relative to the root; "" is the root itself */
 	const char *old_path;	/* RENAME: the path before; else NULL */
+	uint64_t reserved[4];	/* zero; later versions may fill them */
 };
 
 /*
