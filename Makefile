@@ -277,3 +277,6 @@ install-systemd:
 		>$(DESTDIR)$(SYSTEMD_USER_DIR)/uds-plus@.service
 	install -m 644 tools/systemd/uds-plus.conf.example \
 		$(DESTDIR)$(PREFIX)/share/doc/libtrack/
+
+# The block-list example is tested as it is shipped.
+$(B)/tests/test_blocklist: examples/blocklist.c
