@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,14 +37,17 @@ static void dm_quiet(int level, const char *file, int line, int dm_errno,
 {
 }
 
+static void dm_quiet_init(void)
+{
+	dm_log_with_errno_init(dm_quiet);
+}
+
+/* Once per process, whichever thread comes first. */
 static void dm_setup(void)
 {
-	static int done;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	if (!done) {
-		dm_log_with_errno_init(dm_quiet);
-		done = 1;
-	}
+	pthread_once(&once, dm_quiet_init);
 }
 
 /* -errno for a failed task: the ioctl's errno, or EIO if it has none. */

@@ -95,9 +95,10 @@ typedef ssize_t (*track_stream_write_fn)(void *arg, const void *buf,
 typedef ssize_t (*track_stream_read_fn)(void *arg, void *buf, size_t len);
 
 /*
- * Start a stream described by INFO and write its header through FN.
- * INFO's epochs, ids and flags are checked as a reader would check them
- * (-EINVAL if a reader would refuse them).
+ * Start a stream described by INFO: its header goes into the writer's
+ * output buffer, which reaches FN when it fills and at flush and finish.
+ * INFO's epochs, ids and flags are checked as a reader would check them,
+ * and its reserved fields must be zero (-EINVAL otherwise).
  */
 int track_stream_writer_new(const struct track_stream_info *info,
 			    track_stream_write_fn fn, void *arg,
@@ -131,7 +132,12 @@ int track_stream_write_zero(struct track_stream_writer *w, uint64_t first,
  */
 int track_stream_writer_flush(struct track_stream_writer *w);
 
-/* Totals so far (before finish: bytes handed to FN, records complete). */
+/*
+ * Totals so far. Before finish: records, blocks and stream_bytes count the
+ * complete records, including bytes still in the output buffer (not yet
+ * handed to FN; track_stream_writer_flush() hands them over); blocks
+ * gathered for a record that is not complete yet are not counted.
+ */
 int track_stream_writer_totals(const struct track_stream_writer *w,
 			       struct track_stream_totals *t);
 
