@@ -21,6 +21,7 @@ LIBDIR		?= $(PREFIX)/lib
 INCLUDEDIR	?= $(PREFIX)/include
 MANDIR		?= $(PREFIX)/share/man
 PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
+DOCDIR		?= $(PREFIX)/share/doc/libtrack
 DESTDIR		?=
 
 LIBTRACK_CACHE	?= $(HOME)/.cache/libtrack
@@ -228,6 +229,10 @@ install: all
 	    libtrack/libtrack-dm.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libtrack-dm.pc
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 	install -m 644 libtrack/man/*.3 $(DESTDIR)$(MANDIR)/man3/
+	install -d $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(DOCDIR)/examples
+	install -m 644 libtrack/man/*.7 $(DESTDIR)$(MANDIR)/man7/
+	install -m 644 docs/stream-format.md $(DESTDIR)$(DOCDIR)/
+	install -m 644 examples/*.c $(DESTDIR)$(DOCDIR)/examples/
 	for m in tools/man/*.[178]; do [ -f "$$m" ] || continue; \
 		install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man$${m##*.}/; done
 
@@ -240,6 +245,8 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man[178]/$$t.[178]; done
 	for m in libtrack/man/*.3; do \
 		rm -f $(DESTDIR)$(MANDIR)/man3/$$(basename $$m); done
+	rm -f $(DESTDIR)$(MANDIR)/man7/libtrack.7
+	rm -rf $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR)/stream-format.md
 
 clean:
 	rm -rf $(B)
