@@ -1,5 +1,6 @@
 # libtrack 2.0 renames (branch lib). Apply with:
-#   git grep -lz -e track_ -e crc32c | xargs -0 sed -i -f /work/helpers/renames.sed
+#   git grep -lz -e track_ -e crc32c | xargs -0 sed -i -f docs/renames-2.0.sed
+# (and git mv the four man pages named after the old functions)
 # Internal (hidden) helpers: no public prefix in libtrack.a.
 s/\btrack_crc32c_sw\b/trk_crc32c_sw/g
 s/\btrack_crc32c_hw\b/trk_crc32c_hw/g
