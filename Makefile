@@ -85,6 +85,12 @@ all: lib tools
 
 $(B)/.deps-%: scripts/deps.sh
 	@scripts/deps.sh $*
+	@if [ $* = build ]; then for p in zlib:zlib1g-dev libmnl:libmnl-dev \
+		devmapper:libdevmapper-dev; do \
+		$(PKG_CONFIG) --exists $${p%%:*} || { \
+		echo "$(PKG_CONFIG) cannot find $${p%%:*}.pc:" \
+		     "install $${p#*:} (or set PKG_CONFIG_PATH)" >&2; \
+		exit 1; }; done; fi
 	@mkdir -p $(@D) && touch $@
 
 deps: $(DEPS_STAMP) $(DEPS_TEST) $(DEPS_VM)
