@@ -88,6 +88,11 @@ types=$(cat "$inc"/libtrack/*.h | grep -oE '(struct|enum) track_[a-z0-9_]+|typed
 clash=$(comm -12 <(echo "$types") "$TMP/all")
 [ -z "$clash" ] && ok "no function is named like a type" || not_ok "functions named like types: $clash"
 
+# "Negative = -errno" everywhere: no -1 sentinel among the results.
+sentinel=$(grep -n -E '(-1|−1) (if|for|when|on|means)\b|returns? -1\b' "$inc"/libtrack/*.h)
+[ -z "$sentinel" ] && ok "no -1 sentinel results in the headers" ||
+	not_ok "-1 sentinels: $sentinel"
+
 # Headers stand alone, in C and in C++ (extern "C", no C-only syntax).
 hdrs=$(cd "$inc" && ls libtrack.h libtrack/*.h)
 failed=""
