@@ -868,6 +868,43 @@ static void single_file_root_follows_a_rename_over(void **state)
 	assert_int_equal(track_watch_count(f->w), 1);
 }
 
+/*
+ * A single-file root replaced while the kernel queue overflowed (its
+ * events lost) is found replaced by the rescan and watched again.
+ */
+static void file_root_replaced_during_overflow_is_followed(void **state)
+{
+	struct fixture *f = *state;
+	struct track_event ev;
+	bool modify = false, rescan = false;
+	unsigned char lost[4096];
+	char path[128];
+	size_t *len;
+	unsigned char *b;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/solo", f->dir);
+	sh("echo 1 >%s", path);
+	assert_int_equal(track_watch_new(0, &f->w), 0);
+	assert_int_equal(track_watch_add(f->w, path), 0);
+	inject_fd = track_watch_fd(f->w);
+	sh("echo 2 >%s/.t && mv %s/.t %s", f->dir, f->dir, path);
+	/* The events of the save are lost ... */
+	while (read(inject_fd, lost, sizeof(lost)) > 0)
+		;
+	/* ... and the kernel says so. */
+	b = inject_next(&len);
+	put(b, len, -1, IN_Q_OVERFLOW, 0, NULL, false, 0, 0);
+	while ((n = track_watch_next(f->w, &ev, 200)) == 1) {
+		assert_int_not_equal(ev.kind, TRACK_EVENT_GONE);
+		modify |= ev.kind == TRACK_EVENT_MODIFY && !ev.path[0];
+		rescan |= ev.kind == TRACK_EVENT_RESCAN;
+	}
+	assert_true(modify && rescan);
+	sh("echo more >>%s", path);
+	expect(f, TRACK_EVENT_MODIFY, "");
+}
+
 /* A deleted single-file root is GONE, and not a directory. */
 static void deleted_file_root_is_gone_without_dir_flag(void **state)
 {
@@ -949,6 +986,7 @@ int main(void)
 		W(removed_root_reports_nothing_more),
 		W(single_file_root_follows_a_rename_over),
 		W(deleted_file_root_is_gone_without_dir_flag),
+		W(file_root_replaced_during_overflow_is_followed),
 		W(single_file_root_reports_its_own_changes),
 		W(odd_names_come_through_intact),
 #undef W

@@ -785,6 +785,8 @@ static char *raw_path(const struct wnode *n, const struct raw *r)
 	return r->name ? join(n->path, r->name) : strdup(n->path);
 }
 
+static bool file_root_check(struct track_watch *w, int root, bool lost);
+
 /* Events were lost: re-add every watch, then tell the caller. */
 static void overflow(struct track_watch *w)
 {
@@ -800,10 +802,14 @@ static void overflow(struct track_watch *w)
 		if (fd < 0) {
 			if (stat(w->roots[r].path, &st) == 0 &&
 			    !S_ISDIR(st.st_mode)) {
-				/* A file root keeps its single watch. */
+				/* A file root keeps its single watch ... */
 				for (size_t i = 0; i < w->nr_nodes; i++)
 					if (w->nodes[i].root == (int)r)
 						w->nodes[i].gen = w->gen;
+				/* ... unless its file was replaced while
+				 * events were lost. */
+				if (w->roots[r].file)
+					file_root_check(w, (int)r, false);
 			}
 			continue;
 		}
