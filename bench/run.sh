@@ -4,6 +4,7 @@
 #
 #   host  bench/dsync-host.sh   dsync vs rsync vs block checksums vs copy
 #   host  bench/uds-cpu.sh      the UDS paper's CPU benchmark (fallback mode)
+#   host  bench/rehash.sh       block-list re-hash per write, ranges vs whole
 #   VM    boots named bench*    dm-track write path vs dm-linear, inotify
 #                               ranges on vs off, uds-plus ranges vs fallback
 #
@@ -52,6 +53,8 @@ section "dsync against rsync, block checksums and a full copy (host files)" \
 	"bench/dsync-host.sh" "$top/bench/dsync-host.sh"
 section "uds-plus: the paper's CPU benchmark, fallback mode (host)" \
 	"bench/uds-cpu.sh" "$top/bench/uds-cpu.sh"
+section "A block-list client: re-hash cost per 4 KiB write, ranges vs whole file (host)" \
+	"bench/rehash.sh" "$top/bench/rehash.sh"
 section "In the VM: dm-track write path, inotify ranges, uds-plus ranges mode" \
 	"scripts/vm-run.sh --bench" "$top/scripts/vm-run.sh" --bench \
 	--out "$top/build/bench-vm"

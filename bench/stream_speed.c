@@ -114,12 +114,12 @@ int main(int argc, char **argv)
 
 	printf("one core, %zu MiB, 4 KiB blocks, 1 MiB records\n", mib);
 	t0 = now();
-	c = track_crc32c(c, data, len);
-	printf("%-34s %7.0f MiB/s\n", track_crc32c_hw() ?
+	c = trk_crc32c(c, data, len);
+	printf("%-34s %7.0f MiB/s\n", trk_crc32c_hw() ?
 	       "crc32c (SSE4.2 instruction)" : "crc32c (tables)",
 	       len / (now() - t0) / 1048576);
 	t0 = now();
-	c ^= track_crc32c_sw(0, data, len);
+	c ^= trk_crc32c_sw(0, data, len);
 	printf("%-34s %7.0f MiB/s\n", "crc32c (slicing-by-8 tables)",
 	       len / (now() - t0) / 1048576);
 	run("plain, random data", data, len, 0, &m);

@@ -11,7 +11,7 @@ cc=${CC:-cc}
 cflags="-O2 -g -D_GNU_SOURCE -Wall -Werror
 	-isystem $KHDR -I$KSRC/tools/testing/selftests -I$top/selftests/harness
 	-I$top/libtrack/include"
-libs="$top/build/lib/libtrack.a $(pkg-config --libs libmnl devmapper zlib) -l:liburing.a -lpthread"
+libs="$top/build/lib/libtrack-dm.a $top/build/lib/libtrack.a $(pkg-config --libs libmnl devmapper zlib) -l:liburing.a -lpthread"
 
 mkdir -p "$out"
 : >"$out/tests.list.new"

@@ -52,7 +52,7 @@ static void nothing_pending_is_never_due(void **state)
 	struct track_batch *b = policy(5000, 250000, 30000);
 
 	assert_int_equal(track_batch_due(b), TRACK_BATCH_NONE);
-	assert_int_equal(track_batch_wait(b), -1);
+	assert_int_equal(track_batch_wait(b), -ENODATA);
 	fake_now += 1000000;
 	assert_int_equal(track_batch_due(b), TRACK_BATCH_NONE);
 	track_batch_free(b);
@@ -277,6 +277,13 @@ static void bad_params_are_refused(void **state)
 	p.zlib_level = 10;
 	assert_int_equal(track_batch_new(&p, &b), -EINVAL);
 	assert_int_equal(track_batch_new(NULL, &b), -EINVAL);
+	/* Reserved space is for later versions: not zero, not accepted. */
+	track_batch_params_init(&p);
+	p.reserved[6] = 1;
+	assert_int_equal(track_batch_new(&p, &b), -EINVAL);
+	p.reserved[6] = 0;
+	p.reserved0 = 1;
+	assert_int_equal(track_batch_new(&p, &b), -EINVAL);
 }
 
 static void reasons_have_names(void **state)

@@ -14,7 +14,7 @@ static void idle_device_parses(void **state)
 {
 	struct track_dm_status st;
 
-	assert_int_equal(0, track_dm_parse_status(
+	assert_int_equal(0, trk_dm_parse_status(
 		"8 262144 3 - 1 - 0 2099296 - 6b1f5e3c-3d4a-4c9e-9a63-2f5b3b3f8e10",
 		&st));
 	assert_int_equal(4096, st.block_size);
@@ -33,7 +33,7 @@ static void frozen_epoch_and_metadata_parse(void **state)
 {
 	struct track_dm_status st;
 
-	assert_int_equal(0, track_dm_parse_status(
+	assert_int_equal(0, trk_dm_parse_status(
 		"1 8 0 8 18446744073709551615 18446744073709551614 17 100 ok id", &st));
 	assert_int_equal(512, st.block_size);
 	assert_int_equal(8, st.dirty_frozen);
@@ -42,7 +42,7 @@ static void frozen_epoch_and_metadata_parse(void **state)
 	assert_int_equal(17, st.committed_epoch);
 	assert_int_equal(TRACK_DM_PERSIST_OK, st.persist);
 
-	assert_int_equal(0, track_dm_parse_status(
+	assert_int_equal(0, trk_dm_parse_status(
 		"8 8 0 - 2 - 1 100 failed id", &st));
 	assert_int_equal(TRACK_DM_PERSIST_FAILED, st.persist);
 }
@@ -62,7 +62,17 @@ static void malformed_lines_are_refused(void **state)
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(-EPROTO, track_dm_parse_status(bad[i], &st));
+		assert_int_equal(-EPROTO, trk_dm_parse_status(bad[i], &st));
+}
+
+/* Reserved space is for later versions: not zero, not accepted. */
+static void create_refuses_nonzero_reserved_fields(void **state)
+{
+	struct track_dm_params p = { .data_dev = "/dev/null" };
+
+	p.reserved[7] = 1;
+	assert_int_equal(track_dm_create("libtrack-test", &p), -EINVAL);
+	assert_int_equal(track_dm_create("libtrack-test", NULL), -EINVAL);
 }
 
 int main(void)
@@ -71,6 +81,7 @@ int main(void)
 		cmocka_unit_test(idle_device_parses),
 		cmocka_unit_test(frozen_epoch_and_metadata_parse),
 		cmocka_unit_test(malformed_lines_are_refused),
+		cmocka_unit_test(create_refuses_nonzero_reserved_fields),
 	};
 
 	return cmocka_run_group_tests_name("dm status", tests, NULL, NULL);

@@ -149,9 +149,9 @@ struct craft {
 static void craft_header_raw(struct craft *c, unsigned char *h, size_t hlen)
 {
 	sf_put32(h + SF_H_CRC, 0);
-	sf_put32(h + SF_H_CRC, track_crc32c(0, h, hlen));
+	sf_put32(h + SF_H_CRC, trk_crc32c(0, h, hlen));
 	mem_write(&c->m, h, hlen);
-	c->digest = track_crc32c(0, h, hlen);
+	c->digest = trk_crc32c(0, h, hlen);
 }
 
 static void craft_header_fields(unsigned char *h, uint32_t bs, uint64_t size,
@@ -191,10 +191,10 @@ static void craft_record(struct craft *c, uint16_t type, uint16_t flags,
 	sf_put64(h + SF_R_SEQ, seq);
 	sf_put64(h + SF_R_FIRST, first);
 	sf_put64(h + SF_R_COUNT, count);
-	sf_put32(h + SF_R_PCRC, track_crc32c(0, payload, plen));
-	sf_put32(h + SF_R_HCRC, track_crc32c(0, h, SF_R_HCRC));
+	sf_put32(h + SF_R_PCRC, trk_crc32c(0, payload, plen));
+	sf_put32(h + SF_R_HCRC, trk_crc32c(0, h, SF_R_HCRC));
 	if (type != SF_T_END)
-		c->digest = track_crc32c(c->digest, h, SF_REC_LEN);
+		c->digest = trk_crc32c(c->digest, h, SF_REC_LEN);
 	mem_write(&c->m, h, SF_REC_LEN);
 	mem_write(&c->m, payload, plen);
 }
@@ -247,15 +247,15 @@ static void crc32c_matches_reference_vectors(void **state)
 {
 	unsigned char buf[32];
 
-	assert_int_equal(track_crc32c(0, "123456789", 9), 0xe3069283);
-	assert_int_equal(track_crc32c_sw(0, "123456789", 9), 0xe3069283);
+	assert_int_equal(trk_crc32c(0, "123456789", 9), 0xe3069283);
+	assert_int_equal(trk_crc32c_sw(0, "123456789", 9), 0xe3069283);
 	/* RFC 3720, B.4 */
 	memset(buf, 0, sizeof(buf));
-	assert_int_equal(track_crc32c(0, buf, 32), 0x8a9136aa);
+	assert_int_equal(trk_crc32c(0, buf, 32), 0x8a9136aa);
 	memset(buf, 0xff, sizeof(buf));
-	assert_int_equal(track_crc32c(0, buf, 32), 0x62a8ab43);
+	assert_int_equal(trk_crc32c(0, buf, 32), 0x62a8ab43);
 	/* continuing a CRC equals one pass */
-	assert_int_equal(track_crc32c(track_crc32c(0, "1234", 4), "56789", 5),
+	assert_int_equal(trk_crc32c(trk_crc32c(0, "1234", 4), "56789", 5),
 			 0xe3069283);
 }
 
@@ -269,10 +269,10 @@ static void crc32c_instruction_and_tables_agree(void **state)
 	for (i = 0; i < 2000; i++) {
 		off = rnd() % 64;
 		len = rnd() % 4096;
-		assert_int_equal(track_crc32c(i, buf + off, len),
-				 track_crc32c_sw(i, buf + off, len));
+		assert_int_equal(trk_crc32c(i, buf + off, len),
+				 trk_crc32c_sw(i, buf + off, len));
 	}
-	print_message("# crc32c uses %s\n", track_crc32c_hw() ?
+	print_message("# crc32c uses %s\n", trk_crc32c_hw() ?
 		      "the SSE4.2 instruction" : "slicing-by-8 tables");
 }
 
@@ -556,9 +556,16 @@ static void every_flipped_bit_is_detected(void **state)
 			for (bit = 0; bit < 8; bit++) {
 				m.buf[pos] ^= 1 << bit;
 				memset(img, 0xee, dev);
-				if (apply(&m, img, dev, NULL, NULL, NULL, 0) == 0)
+				int ret = apply(&m, img, dev, NULL, NULL,
+						NULL, 0);
+
+				if (ret == 0)
 					fail_msg("flip of bit %d at offset %zu "
 						 "went unnoticed", bit, pos);
+				/* Corrupt, never mistaken for truncated. */
+				if (ret != -EBADMSG && ret != -EPROTONOSUPPORT)
+					fail_msg("flip of bit %d at offset %zu "
+						 "gave %d", bit, pos, ret);
 				m.buf[pos] ^= 1 << bit;
 				/* whatever was applied is correct data */
 				for (size_t i = 0; i < dev; i++)
@@ -572,7 +579,10 @@ static void every_flipped_bit_is_detected(void **state)
 	}
 }
 
-/* Cut the stream at every length: always refused, "truncated" said. */
+/*
+ * Cut the stream at every length: always refused as truncated (-ENODATA,
+ * "transfer it again"), never as corrupt, and "truncated" said.
+ */
 static void truncation_anywhere_is_detected(void **state)
 {
 	unsigned char img[40 * 512];
@@ -587,7 +597,7 @@ static void truncation_anywhere_is_detected(void **state)
 		for (len = 0; len < full; len++) {
 			m.len = len;
 			assert_int_equal(apply(&m, img, sizeof(img), NULL, NULL,
-					       msg, sizeof(msg)), -EBADMSG);
+					       msg, sizeof(msg)), -ENODATA);
 			if (!strstr(msg, "truncated") &&
 			    !strstr(msg, "empty"))
 				fail_msg("cut at %zu: \"%s\"", len, msg);
@@ -595,6 +605,111 @@ static void truncation_anywhere_is_detected(void **state)
 		m.len = full;
 		free(m.buf);
 	}
+}
+
+/* A non-blocking source: at most CHUNK bytes, then -EAGAIN, in turn. */
+struct drip {
+	struct mem *m;
+	size_t chunk;
+	bool starve;
+	unsigned int eagains;
+};
+
+static ssize_t drip_read(void *arg, void *buf, size_t len)
+{
+	struct drip *d = arg;
+
+	d->starve = !d->starve;
+	if (d->starve) {
+		d->eagains++;
+		return -EAGAIN;
+	}
+	d->m->chunk = d->chunk;
+	return mem_read(d->m, buf, len);
+}
+
+/*
+ * A daemon reading a socket feeds the reader as bytes come: each -EAGAIN
+ * from the read function is returned to the caller with nothing lost, and
+ * calling again resumes. The result is the stream read in one go.
+ */
+static void reader_resumes_after_eagain(void **state)
+{
+	const size_t dev = 40 * 512;
+	unsigned char good[40 * 512], img[40 * 512];
+	static const size_t chunks[] = { 1, 7, 64, 100, 4096 };
+
+	for (int z = 0; z < 2; z++) {
+		struct mem m;
+
+		small_stream(&m, z ? TRACK_STREAM_ZLIB : 0);
+		memset(good, 0xee, dev);
+		assert_int_equal(apply(&m, good, dev, NULL, NULL, NULL, 0), 0);
+		for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+			struct drip d = { .m = &m, .chunk = chunks[c] };
+			struct track_stream_reader *r;
+			struct track_stream_record rec;
+			struct track_stream_totals t;
+			struct track_stream_info in;
+			unsigned int again = 0;
+			int ret;
+
+			m.pos = 0;
+			memset(img, 0xee, dev);
+			assert_int_equal(track_stream_reader_new(drip_read, &d,
+								 &r), 0);
+			/* Bounded: a reader that fails for good must not
+			 * loop here forever. */
+			while ((ret = track_stream_read_header(r, &in)) ==
+			       -EAGAIN && again < 100000)
+				again++;
+			assert_int_equal(ret, 0);
+			for (;;) {
+				ret = track_stream_read_record(r, &rec);
+				if (ret == -EAGAIN && again++ < 100000)
+					continue;
+				if (ret <= 0)
+					break;
+				if (rec.type == TRACK_STREAM_DATA)
+					memcpy(img + rec.first * 512, rec.data,
+					       rec.length);
+				else
+					memset(img + rec.first * 512, 0,
+					       rec.length);
+			}
+			if (ret)
+				fail_msg("chunk %zu: %d %s", chunks[c], ret,
+					 track_stream_reader_error(r));
+			assert_true(again > 0 && again == d.eagains);
+			assert_memory_equal(img, good, dev);
+			assert_int_equal(track_stream_reader_totals(r, &t), 0);
+			assert_int_equal(t.stream_bytes, m.len);
+			track_stream_reader_free(r);
+		}
+		m.chunk = 0;
+		free(m.buf);
+	}
+}
+
+/* Reserved fields of the info are for later versions: must be zero. */
+static void writer_refuses_nonzero_reserved_fields(void **state)
+{
+	struct track_stream_info in = make_info(512, 1 << 20, 0);
+	struct track_stream_writer *w;
+	struct mem m = { 0 };
+
+	in.reserved1[3] = 1;
+	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w),
+			 -EINVAL);
+	in.reserved1[3] = 0;
+	in.reserved[6] = 1;
+	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w),
+			 -EINVAL);
+	in.reserved[6] = 0;
+	in.reserved0 = 1;
+	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w),
+			 -EINVAL);
+	assert_int_equal(m.len, 0);
 }
 
 static void data_after_the_end_record_is_refused(void **state)
@@ -763,7 +878,7 @@ static void huge_data_record_is_refused_before_reading_it(void **state)
 	sf_put64(h + SF_R_FIRST, 0);
 	sf_put64(h + SF_R_COUNT, 1 << 20);
 	sf_put32(h + SF_R_PCRC, 0);
-	sf_put32(h + SF_R_HCRC, track_crc32c(0, h, SF_R_HCRC));
+	sf_put32(h + SF_R_HCRC, trk_crc32c(0, h, SF_R_HCRC));
 	mem_write(&c.m, h, SF_REC_LEN);
 	expect_refused(&c, -EBADMSG, "larger than 8388608 bytes");
 }
@@ -947,6 +1062,8 @@ int main(void)
 		cmocka_unit_test(writer_refuses_a_header_readers_would_refuse),
 		cmocka_unit_test(every_flipped_bit_is_detected),
 		cmocka_unit_test(truncation_anywhere_is_detected),
+		cmocka_unit_test(reader_resumes_after_eagain),
+		cmocka_unit_test(writer_refuses_nonzero_reserved_fields),
 		cmocka_unit_test(data_after_the_end_record_is_refused),
 		cmocka_unit_test(each_wrong_header_field_is_named),
 		cmocka_unit_test(corrupt_header_checksum_is_refused),

@@ -32,69 +32,6 @@ static void sh(const char *fmt, ...)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* --- extents --------------------------------------------------------- */
-
-static void touching_and_overlapping_ranges_merge(void **state)
-{
-	struct extents e;
-
-	extents_init(&e);
-	extents_add(&e, 10, 10);	/* [10,20) */
-	extents_add(&e, 30, 10);	/* [30,40) */
-	assert_int_equal(e.n, 2);
-	extents_add(&e, 20, 10);	/* touches both: [10,40) */
-	assert_int_equal(e.n, 1);
-	assert_int_equal(e.v[0].start, 10);
-	assert_int_equal(e.v[0].end, 40);
-	extents_add(&e, 5, 100);	/* covers all */
-	assert_int_equal(e.n, 1);
-	assert_int_equal(e.v[0].start, 5);
-	assert_int_equal(e.v[0].end, 105);
-	extents_add(&e, 200, 0);	/* empty: nothing */
-	assert_int_equal(e.n, 1);
-	extents_free(&e);
-}
-
-static void disjoint_ranges_stay_sorted(void **state)
-{
-	struct extents e;
-	uint64_t starts[] = { 500, 100, 300, 0, 700 };
-
-	extents_init(&e);
-	for (size_t i = 0; i < 5; i++)
-		extents_add(&e, starts[i], 50);
-	assert_int_equal(e.n, 5);
-	for (size_t i = 1; i < e.n; i++)
-		assert_true(e.v[i - 1].end < e.v[i].start);
-	assert_int_equal(extents_bytes(&e), 250);
-	extents_free(&e);
-}
-
-static void too_many_ranges_collapse_to_a_cover(void **state)
-{
-	struct extents e;
-
-	extents_init(&e);
-	for (uint64_t i = 0; i <= EXTENTS_MAX; i++)
-		extents_add(&e, i * 10, 1);
-	/* Never fewer bytes than what changed. */
-	assert_true(e.n <= EXTENTS_MAX);
-	assert_int_equal(e.v[0].start, 0);
-	assert_int_equal(e.v[e.n - 1].end, EXTENTS_MAX * 10 + 1);
-	extents_free(&e);
-}
-
-static void range_at_the_end_of_u64_does_not_wrap(void **state)
-{
-	struct extents e;
-
-	extents_init(&e);
-	extents_add(&e, UINT64_MAX - 5, 100);
-	assert_int_equal(e.n, 1);
-	assert_true(e.v[0].end == UINT64_MAX);
-	extents_free(&e);
-}
-
 /* --- hmap -------------------------------------------------------------- */
 
 static void map_survives_churn_and_renames_trees(void **state)
@@ -377,7 +314,7 @@ static void delta_writes_only_what_differs(void **state)
 	struct copy_stats cs = { 0 };
 	size_t size = 1 << 20;
 	unsigned char *a = malloc(size), *b = malloc(size);
-	struct extents e;
+	struct track_extents *e;
 	int fa, fb;
 
 	for (size_t i = 0; i < size; i++)
@@ -398,9 +335,9 @@ static void delta_writes_only_what_differs(void **state)
 	a[100000] ^= 1;
 	assert_int_equal(pwrite(fa, a + 100000, 1, 100000), 1);
 	memset(&cs, 0, sizeof(cs));
-	extents_init(&e);
-	extents_add(&e, 100000, 1);
-	assert_int_equal(fsx_delta(fa, fb, size, &e, &cs), 0);
+	assert_int_equal(track_extents_new(0, &e), 0);
+	assert_int_equal(track_extents_add(e, 100000, 1), 0);
+	assert_int_equal(fsx_delta(fa, fb, size, e, &cs), 0);
 	assert_int_equal(cs.read, 2);
 	assert_int_equal(cs.written, 1);
 	assert_int_equal(fsx_same_content(fa, fb, &cs), 1);
@@ -411,7 +348,7 @@ static void delta_writes_only_what_differs(void **state)
 	assert_int_equal(fsx_delta(fa, fb, 1000, NULL, &cs), 0);
 	assert_int_equal(cs.written, 0);
 	assert_int_equal(lseek(fb, 0, SEEK_END), 1000);
-	extents_free(&e);
+	track_extents_free(e);
 	close(fa);
 	close(fb);
 	free(a);
@@ -458,10 +395,6 @@ static void temp_names_are_recognised_exactly(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(touching_and_overlapping_ranges_merge),
-		cmocka_unit_test(disjoint_ranges_stay_sorted),
-		cmocka_unit_test(too_many_ranges_collapse_to_a_cover),
-		cmocka_unit_test(range_at_the_end_of_u64_does_not_wrap),
 		cmocka_unit_test(map_survives_churn_and_renames_trees),
 		cmocka_unit_test(any_name_survives_escaping),
 		cmocka_unit_test(journal_replays_renames_drops_and_torn_tails),

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <setjmp.h>
 #include <cmocka.h>
@@ -340,7 +343,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 	char cmd[256];
 
-	track_watch_close(f->w);
+	track_watch_free(f->w);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", f->dir, f->out);
 	if (system(cmd))
 		return -1;
@@ -393,12 +396,25 @@ static void quiet(struct fixture *f)
 	assert_int_equal(n, 0);
 }
 
+/* Nothing but ATTRIB events for a while. */
+static void quiet_but_attrib(struct fixture *f)
+{
+	struct track_event ev;
+	int n;
+
+	while ((n = track_watch_next(f->w, &ev, 200)) == 1)
+		if (ev.kind != TRACK_EVENT_ATTRIB)
+			fail_msg("unexpected event kind %d '%s'", ev.kind,
+				 ev.path);
+	assert_int_equal(n, 0);
+}
+
 static void plain_kernel_gives_plain_mode(void **state)
 {
 	struct fixture *f = *state;
 
 	open_watch(f, 0);
-	assert_int_equal(track_watch_mode(f->w), TRACK_WATCH_PLAIN);
+	assert_int_equal(track_watch_get_mode(f->w), TRACK_WATCH_PLAIN);
 	assert_string_equal(track_watch_root(f->w, 0), f->dir);
 	assert_null(track_watch_root(f->w, 1));
 	assert_int_equal(track_watch_count(f->w), 1);
@@ -411,11 +427,11 @@ static void range_kernel_gives_ranges_mode_unless_refused(void **state)
 
 	kernel_has_ranges = true;
 	assert_int_equal(track_watch_new(0, &w), 0);
-	assert_int_equal(track_watch_mode(w), TRACK_WATCH_RANGES);
-	track_watch_close(w);
+	assert_int_equal(track_watch_get_mode(w), TRACK_WATCH_RANGES);
+	track_watch_free(w);
 	assert_int_equal(track_watch_new(TRACK_WATCH_NO_RANGES, &w), 0);
-	assert_int_equal(track_watch_mode(w), TRACK_WATCH_PLAIN);
-	track_watch_close(w);
+	assert_int_equal(track_watch_get_mode(w), TRACK_WATCH_PLAIN);
+	track_watch_free(w);
 	assert_int_equal(track_watch_new(0x100, &w), -EINVAL);
 	(void)f;
 }
@@ -606,7 +622,7 @@ static void unpaired_halves_time_out(void **state)
 	assert_true(track_watch_timeout(f->w) <= 30);
 	expect(f, TRACK_EVENT_DELETE, "left");
 	expect(f, TRACK_EVENT_CREATE, "arrived");
-	assert_int_equal(track_watch_timeout(f->w), -1);
+	assert_int_equal(track_watch_timeout(f->w), -ENODATA);
 }
 
 static void overflow_is_a_rescan_with_watches_restored(void **state)
@@ -674,7 +690,7 @@ static void watch_limit_error_names_the_sysctl(void **state)
 	assert_non_null(strstr(track_watch_error(w),
 			       "fs.inotify.max_user_watches"));
 	assert_non_null(strstr(track_watch_error(w), f->dir));
-	track_watch_close(w);
+	track_watch_free(w);
 }
 
 static void watch_limit_while_running_is_reported(void **state)
@@ -742,6 +758,173 @@ static void single_file_root_reports_its_own_changes(void **state)
 	assert_string_equal(ev.path, "");
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A signal handler (SIGTERM in a daemon) must be able to break a wait. */
+static void signal_interrupts_the_wait(void **state)
+{
+	struct fixture *f = *state;
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	struct itimerval it = { .it_value = { .tv_usec = 100000 } };
+	struct track_event ev;
+
+	open_watch(f, 0);
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);	/* no SA_RESTART */
+	assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+	assert_int_equal(track_watch_next(f->w, &ev, 3000), -EINTR);
+	sigaction(SIGALRM, &old, NULL);
+	/* The watcher still works afterwards. */
+	sh("touch %s/after", f->dir);
+	expect(f, TRACK_EVENT_CREATE, "after");
+}
+
+/* 100,000 failed adds use up no root id, keep no path, grow no heap. */
+static void failed_adds_leave_nothing_behind(void **state)
+{
+	struct fixture *f = *state;
+	size_t before;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/missing", f->dir);
+	assert_int_equal(track_watch_new(0, &f->w), 0);
+	assert_int_equal(track_watch_add(f->w, path), -ENOENT);
+	before = mallinfo2().uordblks;
+	for (int i = 0; i < 100000; i++)
+		assert_int_equal(track_watch_add(f->w, path), -ENOENT);
+	if (mallinfo2().uordblks > before + 4096)
+		fail_msg("the heap grew by %zu bytes",
+			 mallinfo2().uordblks - before);
+	assert_null(track_watch_root(f->w, 0));
+	assert_int_equal(track_watch_add(f->w, f->dir), 0);
+	assert_string_equal(track_watch_root(f->w, 0), f->dir);
+	assert_null(track_watch_root(f->w, 1));
+	assert_int_equal(track_watch_count(f->w), 1);
+}
+
+/* After track_watch_remove() nothing of that root comes out, queued or new. */
+static void removed_root_reports_nothing_more(void **state)
+{
+	struct fixture *f = *state;
+	struct track_event ev;
+
+	open_watch(f, 0);
+	assert_int_equal(track_watch_add(f->w, f->out), 1);
+	sh("mkdir %s/sub && touch %s/queued %s/other", f->dir, f->dir, f->out);
+	/* Read the queue (the first event) so the rest sits in the watcher. */
+	assert_int_equal(next(f, &ev), 1);
+	assert_int_equal(track_watch_remove(f->w, 0), 0);
+	assert_int_equal(track_watch_remove(f->w, 0), -ENOENT);
+	assert_int_equal(track_watch_remove(f->w, 7), -ENOENT);
+	assert_null(track_watch_root(f->w, 0));
+	assert_int_equal(track_watch_count(f->w), 1);	/* f->out only */
+	sh("touch %s/new %s/sub/deeper", f->dir, f->dir);
+	for (;;) {
+		int n = track_watch_next(f->w, &ev, 200);
+
+		if (n == 0)
+			break;
+		assert_int_equal(n, 1);
+		assert_int_equal(ev.root, 1);
+	}
+	/* The free id is used again. */
+	assert_int_equal(track_watch_add(f->w, f->dir), 0);
+	assert_int_equal(track_watch_count(f->w), 3);
+}
+
+/*
+ * An editor saves by writing a temporary file and renaming it over the
+ * original: a single-file root follows the path to the new file and says
+ * the whole file changed.
+ */
+static void single_file_root_follows_a_rename_over(void **state)
+{
+	struct fixture *f = *state;
+	struct track_event ev;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/solo", f->dir);
+	sh("echo 1 >%s", path);
+	assert_int_equal(track_watch_new(0, &f->w), 0);
+	assert_int_equal(track_watch_add(f->w, path), 0);
+	for (int round = 0; round < 3; round++) {
+		sh("echo %d >%s/.solo.tmp && mv %s/.solo.tmp %s", round,
+		   f->dir, f->dir, path);
+		do {
+			assert_int_equal(next(f, &ev), 1);
+		} while (ev.kind == TRACK_EVENT_ATTRIB);
+		if (ev.kind != TRACK_EVENT_MODIFY)
+			fail_msg("round %d: expected MODIFY, got kind %d flags "
+				 "%#x", round, ev.kind, ev.flags);
+		assert_string_equal(ev.path, "");
+		assert_int_equal(ev.flags, 0);
+		assert_true(ev.length == TRACK_WHOLE_FILE);
+		quiet_but_attrib(f);
+		sh("echo more >>%s", path);
+		expect(f, TRACK_EVENT_MODIFY, "");
+	}
+	assert_int_equal(track_watch_count(f->w), 1);
+}
+
+/*
+ * A single-file root replaced while the kernel queue overflowed (its
+ * events lost) is found replaced by the rescan and watched again.
+ */
+static void file_root_replaced_during_overflow_is_followed(void **state)
+{
+	struct fixture *f = *state;
+	struct track_event ev;
+	bool modify = false, rescan = false;
+	unsigned char lost[4096];
+	char path[128];
+	size_t *len;
+	unsigned char *b;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/solo", f->dir);
+	sh("echo 1 >%s", path);
+	assert_int_equal(track_watch_new(0, &f->w), 0);
+	assert_int_equal(track_watch_add(f->w, path), 0);
+	inject_fd = track_watch_fd(f->w);
+	sh("echo 2 >%s/.t && mv %s/.t %s", f->dir, f->dir, path);
+	/* The events of the save are lost ... */
+	while (read(inject_fd, lost, sizeof(lost)) > 0)
+		;
+	/* ... and the kernel says so. */
+	b = inject_next(&len);
+	put(b, len, -1, IN_Q_OVERFLOW, 0, NULL, false, 0, 0);
+	while ((n = track_watch_next(f->w, &ev, 200)) == 1) {
+		assert_int_not_equal(ev.kind, TRACK_EVENT_GONE);
+		modify |= ev.kind == TRACK_EVENT_MODIFY && !ev.path[0];
+		rescan |= ev.kind == TRACK_EVENT_RESCAN;
+	}
+	assert_true(modify && rescan);
+	sh("echo more >>%s", path);
+	expect(f, TRACK_EVENT_MODIFY, "");
+}
+
+/* A deleted single-file root is GONE, and not a directory. */
+static void deleted_file_root_is_gone_without_dir_flag(void **state)
+{
+	struct fixture *f = *state;
+	struct track_event ev;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/solo", f->dir);
+	sh("echo 1 >%s", path);
+	assert_int_equal(track_watch_new(0, &f->w), 0);
+	assert_int_equal(track_watch_add(f->w, path), 0);
+	sh("rm %s", path);
+	do {
+		assert_int_equal(next(f, &ev), 1);
+	} while (ev.kind == TRACK_EVENT_ATTRIB);
+	assert_int_equal(ev.kind, TRACK_EVENT_GONE);
+	assert_int_equal(ev.flags & TRACK_EVENT_DIR, 0);
+	assert_int_equal(track_watch_count(f->w), 0);
+}
+
 static void odd_names_come_through_intact(void **state)
 {
 	struct fixture *f = *state;
@@ -798,6 +981,12 @@ int main(void)
 		W(watch_limit_while_running_is_reported),
 		W(symlinks_inside_are_not_followed),
 		W(deleted_root_is_gone),
+		W(signal_interrupts_the_wait),
+		W(failed_adds_leave_nothing_behind),
+		W(removed_root_reports_nothing_more),
+		W(single_file_root_follows_a_rename_over),
+		W(deleted_file_root_is_gone_without_dir_flag),
+		W(file_root_replaced_during_overflow_is_followed),
 		W(single_file_root_reports_its_own_changes),
 		W(odd_names_come_through_intact),
 #undef W

@@ -801,7 +801,7 @@ static int rollback(struct merge *m)
 		ds_err("syncing %s: %s", m->target, strerror(errno));
 		return -errno;
 	}
-	if (ret == -EBADMSG) {
+	if (ret == -ENODATA) {
 		/* An apply that was killed leaves the undo file without an
 		 * end record; its last batch never reached the target. */
 		ds_err("note: %s: %s", m->rollback,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <libtrack.h>
+#include <libtrack/dm.h>
 
 static const char usage_text[] =
 "Usage: dmtrack COMMAND NAME [ARGS]\n"
@@ -162,7 +163,7 @@ static int cmd_status(struct track_dm *dm, int json)
 {
 	static const char *const persist[] = { "none", "ok", "failed" };
 	struct track_dm_status st;
-	int r = track_dm_status(dm, &st);
+	int r = track_dm_get_status(dm, &st);
 
 	if (r)
 		fail("cannot read the status of", track_dm_name(dm), r);
@@ -261,7 +262,7 @@ int main(int argc, char **argv)
 		if (argc != 3)
 			usage(2);
 		dm = open_dev(name);
-		track_dm_close(dm);
+		track_dm_free(dm);
 		r = track_dm_remove(name);
 		if (r)
 			fail("cannot remove", name, r);
@@ -306,6 +307,6 @@ int main(int argc, char **argv)
 		if (r)
 			fail(cmd, name, r);
 	}
-	track_dm_close(dm);
+	track_dm_free(dm);
 	return r;
 }

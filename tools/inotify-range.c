@@ -181,16 +181,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (mode_only) {
-		puts(track_watch_mode(w) == TRACK_WATCH_RANGES ? "ranges" :
+		puts(track_watch_get_mode(w) == TRACK_WATCH_RANGES ? "ranges" :
 		     "plain");
-		track_watch_close(w);
+		track_watch_free(w);
 		return 0;
 	}
 	for (int i = optind; i < argc; i++) {
 		if (track_watch_add(w, argv[i]) < 0) {
 			fprintf(stderr, "inotify-range: %s\n",
 				track_watch_error(w));
-			track_watch_close(w);
+			track_watch_free(w);
 			return 1;
 		}
 	}
@@ -203,8 +203,8 @@ int main(int argc, char **argv)
 
 	if (!quiet) {
 		printf("# mode %s%s\n",
-		       track_watch_mode(w) == TRACK_WATCH_RANGES ? "ranges" :
-		       "plain", track_watch_mode(w) == TRACK_WATCH_RANGES ?
+		       track_watch_get_mode(w) == TRACK_WATCH_RANGES ? "ranges" :
+		       "plain", track_watch_get_mode(w) == TRACK_WATCH_RANGES ?
 		       " (the kernel reports the bytes each write changed)" :
 		       " (this kernel has no IN_REPORT_RANGE: modifications"
 		       " are whole-file)");
@@ -261,6 +261,6 @@ int main(int argc, char **argv)
 		if (count && ++seen >= count)
 			break;
 	}
-	track_watch_close(w);
+	track_watch_free(w);
 	return 0;
 }

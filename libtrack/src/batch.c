@@ -60,7 +60,8 @@ TRACK_EXPORT int track_batch_new(const struct track_batch_params *p,
 {
 	struct track_batch *b;
 
-	if (!p || !bp || p->zlib_level < 0 || p->zlib_level > 9)
+	if (!p || !bp || p->zlib_level < 0 || p->zlib_level > 9 ||
+	    p->reserved0 || !trk_all_zero(p->reserved, sizeof(p->reserved)))
 		return -EINVAL;
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -180,7 +181,7 @@ TRACK_EXPORT int64_t track_batch_wait(struct track_batch *b)
 	uint64_t now, due;
 
 	if (b->st.updates == 0)
-		return -1;
+		return -ENODATA;
 	if (track_batch_due(b) != TRACK_BATCH_NONE)
 		return 0;
 	now = clock_now(b);

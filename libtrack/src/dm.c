@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,14 +37,17 @@ static void dm_quiet(int level, const char *file, int line, int dm_errno,
 {
 }
 
+static void dm_quiet_init(void)
+{
+	dm_log_with_errno_init(dm_quiet);
+}
+
+/* Once per process, whichever thread comes first. */
 static void dm_setup(void)
 {
-	static int done;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	if (!done) {
-		dm_log_with_errno_init(dm_quiet);
-		done = 1;
-	}
+	pthread_once(&once, dm_quiet_init);
 }
 
 /* -errno for a failed task: the ioctl's errno, or EIO if it has none. */
@@ -84,8 +88,8 @@ static struct dm_task *task_for(int type, const struct track_dm *dm)
 TRACK_EXPORT int track_dm_create(const char *name,
 				 const struct track_dm_params *p)
 {
-	uint64_t length = p->length;
-	uint32_t bs = p->block_size ? p->block_size : 4096;
+	uint64_t length;
+	uint32_t bs;
 	struct dm_info info;
 	char params[4096];
 	struct dm_task *dmt;
@@ -94,7 +98,11 @@ TRACK_EXPORT int track_dm_create(const char *name,
 
 	dm_setup();
 	if (!name || !*name || strlen(name) >= DM_NAME_LEN || !p ||
-	    !p->data_dev || bs < 512 || (bs & (bs - 1)))
+	    !p->data_dev || !trk_all_zero(p->reserved, sizeof(p->reserved)))
+		return -EINVAL;
+	length = p->length;
+	bs = p->block_size ? p->block_size : 4096;
+	if (bs < 512 || (bs & (bs - 1)))
 		return -EINVAL;
 
 	if (!length) {
@@ -240,7 +248,7 @@ out:
 	return r;
 }
 
-TRACK_EXPORT void track_dm_close(struct track_dm *dm)
+TRACK_EXPORT void track_dm_free(struct track_dm *dm)
 {
 	free(dm);
 }
@@ -275,7 +283,7 @@ static int parse_u64_or_dash(const char *s, uint64_t *v)
 }
 
 /* Parse a status line of the track target (see dm-track.rst). */
-int track_dm_parse_status(const char *line, struct track_dm_status *st)
+int trk_dm_parse_status(const char *line, struct track_dm_status *st)
 {
 	char f[10][64];
 	uint64_t v[8];
@@ -309,7 +317,7 @@ int track_dm_parse_status(const char *line, struct track_dm_status *st)
 	return 0;
 }
 
-TRACK_EXPORT int track_dm_status(struct track_dm *dm,
+TRACK_EXPORT int track_dm_get_status(struct track_dm *dm,
 				 struct track_dm_status *st)
 {
 	char *type = NULL, *params = NULL;
@@ -329,7 +337,7 @@ TRACK_EXPORT int track_dm_status(struct track_dm *dm,
 		r = -EMEDIUMTYPE;
 		goto out;
 	}
-	r = track_dm_parse_status(params ? params : "", st);
+	r = trk_dm_parse_status(params ? params : "", st);
 out:
 	dm_task_destroy(dmt);
 	return r;

@@ -90,13 +90,13 @@ static uint32_t crc_hw(uint32_t crc, const unsigned char *p, size_t len)
 }
 #endif
 
-uint32_t track_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+uint32_t trk_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {
 	pthread_once(&crc_once, crc_init);
 	return ~crc_sw(~crc, buf, len);
 }
 
-uint32_t track_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t trk_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	pthread_once(&crc_once, crc_init);
 #if defined(__x86_64__)
@@ -106,7 +106,7 @@ uint32_t track_crc32c(uint32_t crc, const void *buf, size_t len)
 	return ~crc_sw(~crc, buf, len);
 }
 
-int track_crc32c_hw(void)
+int trk_crc32c_hw(void)
 {
 	pthread_once(&crc_once, crc_init);
 	return crc_use_hw;

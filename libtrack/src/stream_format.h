@@ -115,11 +115,11 @@ static inline uint64_t sf_get64(const unsigned char *p)
  * LEN bytes; start with 0. crc32c(0, "123456789", 9) == 0xe3069283.
  * Uses the SSE4.2 instruction when the CPU has it.
  */
-uint32_t track_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t trk_crc32c(uint32_t crc, const void *buf, size_t len);
 /* The table-driven version, always (for tests and benchmarks). */
-uint32_t track_crc32c_sw(uint32_t crc, const void *buf, size_t len);
-/* 1 if track_crc32c() uses a CPU instruction. */
-int track_crc32c_hw(void);
+uint32_t trk_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+/* 1 if trk_crc32c() uses a CPU instruction. */
+int trk_crc32c_hw(void);
 
 /* Blocks in a device of SIZE bytes (the last may be partial). */
 static inline uint64_t sf_nr_blocks(uint64_t size, uint32_t bs)

@@ -6,6 +6,13 @@
  * length, its payload checksum, and that a deflated payload inflates to
  * exactly the run's size. The end record must agree with everything read
  * before it, and nothing may follow it. Every error names the byte offset.
+ *
+ * Input is buffered, and a step (the header, one record) consumes its bytes
+ * only once all of them are there: a read function that returns -EAGAIN
+ * (or -EINTR) makes the call return that error with nothing lost, and the
+ * next call resumes. A stream that ends early is -ENODATA ("truncated:
+ * transfer it again"), one whose bytes are wrong is -EBADMSG ("corrupt:
+ * reject it").
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,16 +28,18 @@
 
 #define RD_IBUF		(256u << 10)
 
-enum rd_state { RD_HEADER, RD_RECORDS, RD_DONE, RD_FAILED };
+/* RD_TRAILER: the end record checked, waiting to see the input end. */
+enum rd_state { RD_HEADER, RD_RECORDS, RD_TRAILER, RD_DONE, RD_FAILED };
 
 struct track_stream_reader {
 	track_stream_read_fn fn;
 	void *arg;
 	int fd;
 
-	unsigned char *ibuf;	/* buffered input */
+	unsigned char *ibuf;	/* buffered input: ibuf[ipos .. ilen) unread */
 	size_t ipos;
 	size_t ilen;
+	size_t icap;
 	bool eof;
 	uint64_t off;		/* bytes consumed */
 
@@ -47,7 +56,7 @@ struct track_stream_reader {
 	uint32_t digest;
 	struct track_stream_totals tot;
 
-	unsigned char *payload;	/* as on the wire */
+	const unsigned char *payload; /* as on the wire, inside ibuf */
 	unsigned char *raw;	/* inflated */
 	z_stream z;
 	bool z_ready;
@@ -80,48 +89,57 @@ static int rd_fail(struct track_stream_reader *r, int err, uint64_t off,
 	return err;
 }
 
-/* Read up to LEN bytes; fewer only at the end of the input. */
-static ssize_t rd_get(struct track_stream_reader *r, void *dst, size_t len)
+/* Errors of the read function after which the caller may call again. */
+static bool rd_retry(ssize_t k)
 {
-	unsigned char *d = dst;
-	size_t got = 0, n;
-	ssize_t k;
-
-	while (got < len) {
-		if (r->ipos < r->ilen) {
-			n = r->ilen - r->ipos;
-			if (n > len - got)
-				n = len - got;
-			memcpy(d + got, r->ibuf + r->ipos, n);
-			r->ipos += n;
-			got += n;
-			continue;
-		}
-		if (r->eof)
-			break;
-		if (len - got >= RD_IBUF) {
-			/* Large payloads go straight to their buffer. */
-			k = r->fn(r->arg, d + got, len - got);
-			if (k > 0)
-				got += k;
-		} else {
-			k = r->fn(r->arg, r->ibuf, RD_IBUF);
-			r->ipos = 0;
-			r->ilen = k > 0 ? (size_t)k : 0;
-		}
-		if (k == 0)
-			r->eof = true;
-		if (k < 0) {
-			r->off += got;
-			return k;
-		}
-	}
-	r->off += got;
-	return (ssize_t)got;
+	return k == -EAGAIN || k == -EWOULDBLOCK || k == -EINTR;
 }
 
+/*
+ * Have NEED unread bytes in the buffer, or all that is left at the end of
+ * the input. Returns how many of the NEED are there (fewer only at the
+ * end), or the read function's error; nothing is consumed either way.
+ */
+static ssize_t rd_fill(struct track_stream_reader *r, size_t need)
+{
+	ssize_t k;
+
+	if (need > r->icap - r->ipos) {
+		memmove(r->ibuf, r->ibuf + r->ipos, r->ilen - r->ipos);
+		r->ilen -= r->ipos;
+		r->ipos = 0;
+	}
+	if (need > r->icap) {
+		size_t cap = need + RD_IBUF;
+		unsigned char *n = realloc(r->ibuf, cap);
+
+		if (!n)
+			return -ENOMEM;
+		r->ibuf = n;
+		r->icap = cap;
+	}
+	while (r->ilen - r->ipos < need && !r->eof) {
+		k = r->fn(r->arg, r->ibuf + r->ilen, r->icap - r->ilen);
+		if (k < 0)
+			return k;
+		if (k == 0)
+			r->eof = true;
+		r->ilen += (size_t)k;
+	}
+	return (ssize_t)(r->ilen - r->ipos < need ? r->ilen - r->ipos : need);
+}
+
+static void rd_consume(struct track_stream_reader *r, size_t n)
+{
+	r->ipos += n;
+	r->off += n;
+}
+
+/* The read function failed: retry later, or give up for good. */
 static int rd_io_fail(struct track_stream_reader *r, ssize_t k)
 {
+	if (rd_retry(k))
+		return (int)k;
 	return rd_fail(r, (int)k, r->off, "reading the stream failed: %s",
 		       strerror((int)-k));
 }
@@ -166,22 +184,21 @@ TRACK_EXPORT int track_stream_read_header(struct track_stream_reader *r,
 		return r->err;
 	if (r->state != RD_HEADER)
 		return -EINVAL;
+	k = rd_fill(r, SF_HDR_LEN);
+	if (k < 0)
+		return rd_io_fail(r, k);
 	h = calloc(1, SF_HDR_MAX);
 	if (!h)
 		return -ENOMEM;
-	k = rd_get(r, h, SF_HDR_LEN);
-	if (k < 0) {
-		ret = rd_io_fail(r, k);
-		goto out;
-	}
+	memcpy(h, r->ibuf + r->ipos, (size_t)k);
 	if (k == 0) {
-		ret = rd_fail(r, -EBADMSG, 0, "the stream is empty (did the "
+		ret = rd_fail(r, -ENODATA, 0, "the stream is empty (did the "
 			      "sender fail before it started? see its "
 			      "messages)");
 		goto out;
 	}
 	if (k < SF_MAGIC_LEN && !memcmp(h, SF_MAGIC, k)) {
-		ret = rd_fail(r, -EBADMSG, r->off, "the stream ends inside "
+		ret = rd_fail(r, -ENODATA, r->off + k, "the stream ends inside "
 			      "its header (%zd of %u bytes): truncated",
 			      k, SF_HDR_LEN);
 		goto out;
@@ -198,7 +215,7 @@ TRACK_EXPORT int track_stream_read_header(struct track_stream_reader *r,
 		goto out;
 	}
 	if (k < SF_HDR_LEN) {
-		ret = rd_fail(r, -EBADMSG, r->off, "the stream ends inside "
+		ret = rd_fail(r, -ENODATA, r->off + k, "the stream ends inside "
 			      "its header (%zd of %u bytes): truncated",
 			      k, SF_HDR_LEN);
 		goto out;
@@ -220,23 +237,31 @@ TRACK_EXPORT int track_stream_read_header(struct track_stream_reader *r,
 			      "the header is corrupt", hlen);
 		goto out;
 	}
+	if (hlen != SF_HDR_LEN && !sf_get16(h + SF_H_VMINOR)) {
+		/* Extensions start with 1.1: a 1.0 length is damage, and
+		 * must not pass for a truncated stream below. */
+		ret = rd_fail(r, -EBADMSG, SF_H_LEN, "header length %" PRIu32
+			      " in a version 1.0 header (which is %u bytes): "
+			      "the header is corrupt", hlen, SF_HDR_LEN);
+		goto out;
+	}
 	if (hlen > SF_HDR_LEN) {
-		k = rd_get(r, h + SF_HDR_LEN, hlen - SF_HDR_LEN);
+		k = rd_fill(r, hlen);
 		if (k < 0) {
 			ret = rd_io_fail(r, k);
 			goto out;
 		}
-		if (k < hlen - SF_HDR_LEN) {
-			ret = rd_fail(r, -EBADMSG, r->off, "the stream ends "
-				      "inside its header (%" PRIu64 " of %"
-				      PRIu32 " bytes): truncated", r->off,
-				      hlen);
+		if (k < hlen) {
+			ret = rd_fail(r, -ENODATA, r->off + k, "the stream "
+				      "ends inside its header (%zd of %"
+				      PRIu32 " bytes): truncated", k, hlen);
 			goto out;
 		}
+		memcpy(h, r->ibuf + r->ipos, hlen);
 	}
 	stored = sf_get32(h + SF_H_CRC);
 	sf_put32(h + SF_H_CRC, 0);
-	crc = track_crc32c(0, h, hlen);
+	crc = trk_crc32c(0, h, hlen);
 	sf_put32(h + SF_H_CRC, stored);
 	if (crc != stored) {
 		ret = rd_fail(r, -EBADMSG, SF_H_CRC, "header checksum mismatch "
@@ -289,11 +314,7 @@ TRACK_EXPORT int track_stream_read_header(struct track_stream_reader *r,
 	r->nr_blocks = sf_nr_blocks(in->device_size, r->bs);
 	r->max_record = r->bs > TRACK_STREAM_MAX_RECORD ? r->bs :
 			TRACK_STREAM_MAX_RECORD;
-	r->digest = track_crc32c(0, h, hlen);
-	if (posix_memalign((void **)&r->payload, 4096, r->max_record)) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	r->digest = trk_crc32c(0, h, hlen);
 	if (in->flags & TRACK_STREAM_ZLIB) {
 		if (posix_memalign((void **)&r->raw, 4096, r->max_record) ||
 		    inflateInit2(&r->z, -15) != Z_OK) {
@@ -302,6 +323,7 @@ TRACK_EXPORT int track_stream_read_header(struct track_stream_reader *r,
 		}
 		r->z_ready = true;
 	}
+	rd_consume(r, hlen);
 	r->state = RD_RECORDS;
 	*info = *in;
 	ret = 0;
@@ -318,7 +340,7 @@ static bool rd_inflate(struct track_stream_reader *r, uint32_t len,
 
 	if (inflateReset(&r->z) != Z_OK)
 		return false;
-	r->z.next_in = r->payload;
+	r->z.next_in = (Bytef *)r->payload;
 	r->z.avail_in = len;
 	r->z.next_out = r->raw;
 	r->z.avail_out = (uInt)raw;
@@ -326,6 +348,8 @@ static bool rd_inflate(struct track_stream_reader *r, uint32_t len,
 	return zr == Z_STREAM_END && r->z.total_out == raw &&
 	       r->z.avail_in == 0;
 }
+
+static int rd_trailer(struct track_stream_reader *r);
 
 static int rd_end(struct track_stream_reader *r, uint64_t roff)
 {
@@ -335,9 +359,7 @@ static int rd_end(struct track_stream_reader *r, uint64_t roff)
 		"records", "data blocks", "zero blocks", "data bytes",
 		"stream bytes"
 	};
-	unsigned char extra;
 	uint32_t digest;
-	ssize_t k;
 	int i;
 
 	v[0] = sf_get64(e + SF_E_RECORDS);
@@ -362,12 +384,21 @@ static int rd_end(struct track_stream_reader *r, uint64_t roff)
 			       "(end record %08" PRIx32 ", computed %08"
 			       PRIx32 ")", digest, r->digest);
 	r->tot.digest = digest;
+	rd_consume(r, SF_REC_LEN + SF_END_LEN);
 	r->tot.stream_bytes = r->off;
-	k = rd_get(r, &extra, 1);
+	r->state = RD_TRAILER;
+	return rd_trailer(r);
+}
+
+/* After the end record the input must end. */
+static int rd_trailer(struct track_stream_reader *r)
+{
+	ssize_t k = rd_fill(r, 1);
+
 	if (k < 0)
 		return rd_io_fail(r, k);
 	if (k)
-		return rd_fail(r, -EBADMSG, r->off - 1, "data follows the end "
+		return rd_fail(r, -EBADMSG, r->off, "data follows the end "
 			       "record: the stream is followed by something "
 			       "else");
 	r->state = RD_DONE;
@@ -377,7 +408,7 @@ static int rd_end(struct track_stream_reader *r, uint64_t roff)
 TRACK_EXPORT int track_stream_read_record(struct track_stream_reader *r,
 					  struct track_stream_record *rec)
 {
-	unsigned char h[SF_REC_LEN];
+	const unsigned char *h;
 	uint64_t roff, seq, first, count, raw = 0;
 	uint32_t plen, pcrc, crc;
 	uint16_t type, flags;
@@ -391,23 +422,26 @@ next:
 		return r->err;
 	if (r->state == RD_DONE)
 		return 0;
+	if (r->state == RD_TRAILER)
+		return rd_trailer(r);
 	if (r->state != RD_RECORDS)
 		return -EINVAL;
 
 	roff = r->off;
-	k = rd_get(r, h, SF_REC_LEN);
+	k = rd_fill(r, SF_REC_LEN);
 	if (k < 0)
 		return rd_io_fail(r, k);
+	h = r->ibuf + r->ipos;
 	if (k == 0)
-		return rd_fail(r, -EBADMSG, roff, "the stream ends after "
+		return rd_fail(r, -ENODATA, roff, "the stream ends after "
 			       "record %" PRIu64 " without an end record: "
 			       "truncated (the sender stopped early)",
 			       r->seq);
 	if (k < SF_REC_LEN)
-		return rd_fail(r, -EBADMSG, roff, "the stream ends inside the "
+		return rd_fail(r, -ENODATA, roff, "the stream ends inside the "
 			       "header of record %" PRIu64 " (%zd of %u "
 			       "bytes): truncated", r->seq, k, SF_REC_LEN);
-	crc = track_crc32c(0, h, SF_R_HCRC);
+	crc = trk_crc32c(0, h, SF_R_HCRC);
 	if (crc != sf_get32(h + SF_R_HCRC))
 		return rd_fail(r, -EBADMSG, roff, "record %" PRIu64 ": header "
 			       "checksum mismatch (stored %08" PRIx32
@@ -496,15 +530,17 @@ next:
 		break;
 	}
 
-	k = rd_get(r, r->payload, plen);
+	k = rd_fill(r, SF_REC_LEN + (size_t)plen);
 	if (k < 0)
 		return rd_io_fail(r, k);
-	if (k < plen)
-		return rd_fail(r, -EBADMSG, roff + SF_REC_LEN, "the stream "
+	h = r->ibuf + r->ipos;	/* the buffer may have moved */
+	r->payload = h + SF_REC_LEN;
+	if (k < SF_REC_LEN + (ssize_t)plen)
+		return rd_fail(r, -ENODATA, roff + SF_REC_LEN, "the stream "
 			       "ends inside the payload of record %" PRIu64
 			       " (%s; %zd of %" PRIu32 " bytes): truncated",
-			       seq, run, k, plen);
-	crc = track_crc32c(0, r->payload, plen);
+			       seq, run, k - SF_REC_LEN, plen);
+	crc = trk_crc32c(0, r->payload, plen);
 	if (crc != pcrc)
 		return rd_fail(r, -EBADMSG, roff + SF_REC_LEN, "record %"
 			       PRIu64 " (%s): payload checksum mismatch "
@@ -514,7 +550,8 @@ next:
 	if (type == SF_T_END)
 		return rd_end(r, roff);
 
-	r->digest = track_crc32c(r->digest, h, SF_REC_LEN);
+	r->digest = trk_crc32c(r->digest, h, SF_REC_LEN);
+	rd_consume(r, SF_REC_LEN + (size_t)plen);
 	r->seq++;
 	r->tot.records++;
 	if (type != SF_T_DATA && type != SF_T_ZERO)
@@ -558,6 +595,7 @@ TRACK_EXPORT int track_stream_reader_new(track_stream_read_fn fn, void *arg,
 	if (!r)
 		return -ENOMEM;
 	r->ibuf = malloc(RD_IBUF);
+	r->icap = RD_IBUF;
 	if (!r->ibuf) {
 		free(r);
 		return -ENOMEM;
@@ -616,7 +654,6 @@ TRACK_EXPORT void track_stream_reader_free(struct track_stream_reader *r)
 		return;
 	if (r->z_ready)
 		inflateEnd(&r->z);
-	free(r->payload);
 	free(r->raw);
 	free(r->ibuf);
 	free(r);

@@ -137,10 +137,10 @@ static int wr_record(struct track_stream_writer *w, uint16_t type,
 	sf_put64(h + SF_R_SEQ, w->seq);
 	sf_put64(h + SF_R_FIRST, first);
 	sf_put64(h + SF_R_COUNT, count);
-	sf_put32(h + SF_R_PCRC, track_crc32c(0, payload, plen));
-	sf_put32(h + SF_R_HCRC, track_crc32c(0, h, SF_R_HCRC));
+	sf_put32(h + SF_R_PCRC, trk_crc32c(0, payload, plen));
+	sf_put32(h + SF_R_HCRC, trk_crc32c(0, h, SF_R_HCRC));
 	if (type != SF_T_END)
-		w->digest = track_crc32c(w->digest, h, SF_REC_LEN);
+		w->digest = trk_crc32c(w->digest, h, SF_REC_LEN);
 	ret = wr_out(w, h, SF_REC_LEN);
 	if (!ret)
 		ret = wr_out(w, payload, plen);
@@ -376,8 +376,8 @@ static int wr_header(struct track_stream_writer *w)
 	sf_put64(h + SF_H_CREATED, in->created);
 	memcpy(h + SF_H_SOURCE, in->source_id,
 	       strnlen(in->source_id, TRACK_STREAM_ID_MAX));
-	sf_put32(h + SF_H_CRC, track_crc32c(0, h, SF_HDR_LEN));
-	w->digest = track_crc32c(0, h, SF_HDR_LEN);
+	sf_put32(h + SF_H_CRC, trk_crc32c(0, h, SF_HDR_LEN));
+	w->digest = trk_crc32c(0, h, SF_HDR_LEN);
 	return wr_out(w, h, SF_HDR_LEN);
 }
 
@@ -388,7 +388,10 @@ static int wr_new(const struct track_stream_info *info,
 	struct track_stream_writer *w;
 	int ret = -ENOMEM;
 
-	if (!info || !wp || !info_valid(info))
+	if (!info || !wp || !info_valid(info) ||
+	    info->reserved0 || !trk_all_zero(info->reserved,
+					     sizeof(info->reserved)) ||
+	    !trk_all_zero(info->reserved1, sizeof(info->reserved1)))
 		return -EINVAL;
 	w = calloc(1, sizeof(*w));
 	if (!w)

@@ -67,8 +67,11 @@ struct out {
 };
 
 struct wroot {
-	char *path;		/* as given to track_watch_add() */
+	char *path;		/* as given to track_watch_add(); NULL: free id */
 	bool gone;
+	bool file;		/* a single file, not a tree */
+	dev_t dev;		/* file roots: the file now watched */
+	ino_t ino;
 };
 
 struct track_watch {
@@ -599,7 +602,7 @@ TRACK_EXPORT int track_watch_new(unsigned int flags, struct track_watch **wp)
 	return 0;
 }
 
-TRACK_EXPORT void track_watch_close(struct track_watch *w)
+TRACK_EXPORT void track_watch_free(struct track_watch *w)
 {
 	if (!w)
 		return;
@@ -626,7 +629,7 @@ TRACK_EXPORT void track_watch_close(struct track_watch *w)
 	free(w);
 }
 
-TRACK_EXPORT enum track_watch_mode track_watch_mode(const struct track_watch *w)
+TRACK_EXPORT enum track_watch_mode track_watch_get_mode(const struct track_watch *w)
 {
 	return w->mode;
 }
@@ -662,25 +665,71 @@ TRACK_EXPORT int track_watch_set_rename_timeout(struct track_watch *w, int ms)
 	return 0;
 }
 
+/* Drop queued output events of ROOT. */
+static void out_drop_root(struct track_watch *w, int root)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < w->out_len; i++) {
+		struct out *o = &w->out[(w->out_head + i) % w->out_cap];
+
+		if (o->root == root && !o->err) {
+			free(o->path);
+			free(o->old_path);
+			continue;
+		}
+		w->out[(w->out_head + keep++) % w->out_cap] = *o;
+	}
+	w->out_len = keep;
+}
+
+/* Release root id ROOT; the last one shrinks the table. */
+static void root_release(struct track_watch *w, int root)
+{
+	free(w->roots[root].path);
+	w->roots[root] = (struct wroot){ .gone = true };
+	while (w->nr_roots && !w->roots[w->nr_roots - 1].path)
+		w->nr_roots--;
+}
+
+TRACK_EXPORT int track_watch_remove(struct track_watch *w, int root)
+{
+	if (root < 0 || (size_t)root >= w->nr_roots || !w->roots[root].path)
+		return -ENOENT;
+	nodes_remove_under(w, root, "");
+	out_drop_root(w, root);
+	root_release(w, root);
+	return 0;
+}
+
 TRACK_EXPORT int track_watch_add(struct track_watch *w, const char *path)
 {
 	struct wroot *roots;
 	struct stat st;
 	int root, fd, err;
+	char *copy;
 
 	if (!path || !path[0]) {
 		set_error(w, "an empty path cannot be watched");
 		return -EINVAL;
 	}
-	roots = realloc(w->roots, (w->nr_roots + 1) * sizeof(*roots));
-	if (!roots)
+	copy = strdup(path);
+	if (!copy)
 		return -ENOMEM;
-	w->roots = roots;
-	root = (int)w->nr_roots;
-	roots[root] = (struct wroot){ .path = strdup(path) };
-	if (!roots[root].path)
-		return -ENOMEM;
-	w->nr_roots++;
+	/* The lowest free id, or a new one. */
+	for (root = 0; (size_t)root < w->nr_roots; root++)
+		if (!w->roots[root].path)
+			break;
+	if ((size_t)root == w->nr_roots) {
+		roots = realloc(w->roots, (w->nr_roots + 1) * sizeof(*roots));
+		if (!roots) {
+			free(copy);
+			return -ENOMEM;
+		}
+		w->roots = roots;
+		w->nr_roots++;
+	}
+	w->roots[root] = (struct wroot){ .path = copy };
 
 	if (stat(path, &st)) {
 		err = -errno;
@@ -697,20 +746,23 @@ TRACK_EXPORT int track_watch_add(struct track_watch *w, const char *path)
 		}
 	} else {
 		uint32_t mask = WATCH_MASK_COMMON;
-		char *copy;
+		char *rel;
 		int wd;
 
 		if (w->flags & TRACK_WATCH_CLOSE_WRITE)
 			mask |= IN_CLOSE_WRITE;
+		w->roots[root].file = true;
+		w->roots[root].dev = st.st_dev;
+		w->roots[root].ino = st.st_ino;
 		wd = inotify_add_watch(w->fd, path, mask);
 		err = wd < 0 ? -errno : 0;
-		copy = strdup("");
-		if (!err && !copy)
+		rel = strdup("");
+		if (!err && !rel)
 			err = -ENOMEM;
 		if (!err)
-			err = node_set(w, wd, root, copy);
+			err = node_set(w, wd, root, rel);
 		else
-			free(copy);
+			free(rel);
 	}
 	if (err) {
 		explain_add_error(w, err, root, "");
@@ -719,8 +771,9 @@ TRACK_EXPORT int track_watch_add(struct track_watch *w, const char *path)
 	return root;
 
 fail:
+	/* Nothing of a failed add stays: no watch, no id, no path. */
 	nodes_remove_under(w, root, "");
-	w->roots[root].gone = true;
+	root_release(w, root);
 	return err;
 }
 
@@ -731,6 +784,8 @@ static char *raw_path(const struct wnode *n, const struct raw *r)
 {
 	return r->name ? join(n->path, r->name) : strdup(n->path);
 }
+
+static bool file_root_check(struct track_watch *w, int root, bool lost);
 
 /* Events were lost: re-add every watch, then tell the caller. */
 static void overflow(struct track_watch *w)
@@ -747,10 +802,14 @@ static void overflow(struct track_watch *w)
 		if (fd < 0) {
 			if (stat(w->roots[r].path, &st) == 0 &&
 			    !S_ISDIR(st.st_mode)) {
-				/* A file root keeps its single watch. */
+				/* A file root keeps its single watch ... */
 				for (size_t i = 0; i < w->nr_nodes; i++)
 					if (w->nodes[i].root == (int)r)
 						w->nodes[i].gen = w->gen;
+				/* ... unless its file was replaced while
+				 * events were lost. */
+				if (w->roots[r].file)
+					file_root_check(w, (int)r, false);
 			}
 			continue;
 		}
@@ -790,7 +849,50 @@ static void root_gone(struct track_watch *w, int root)
 	w->roots[root].gone = true;
 	nodes_remove_under(w, root, "");
 	if (p)
-		out_push(w, TRACK_EVENT_GONE, TRACK_EVENT_DIR, root, p, NULL);
+		out_push(w, TRACK_EVENT_GONE,
+			 w->roots[root].file ? 0 : TRACK_EVENT_DIR, root, p,
+			 NULL);
+}
+
+/*
+ * Something happened to the file of a single-file root (its link count
+ * changed, it was deleted or moved, its watch went away). If the path now
+ * names another file, as after an editor's "write a temporary, rename it
+ * over", watch that one and report a whole-file MODIFY; if nothing is
+ * there, the root is GONE. Returns true when the event was consumed.
+ */
+static bool file_root_check(struct track_watch *w, int root, bool lost)
+{
+	struct wroot *wr = &w->roots[root];
+	uint32_t mask = WATCH_MASK_COMMON;
+	struct stat st;
+	char *p;
+	int wd;
+
+	if (stat(wr->path, &st) || S_ISDIR(st.st_mode)) {
+		root_gone(w, root);
+		return true;
+	}
+	if (st.st_dev == wr->dev && st.st_ino == wr->ino && !lost)
+		return false;	/* the same file: an ordinary event */
+	nodes_remove_under(w, root, "");
+	if (w->flags & TRACK_WATCH_CLOSE_WRITE)
+		mask |= IN_CLOSE_WRITE;
+	wd = inotify_add_watch(w->fd, wr->path, mask);
+	p = strdup("");
+	if (wd < 0 || !p || node_set(w, wd, root, p)) {
+		if (wd >= 0)
+			inotify_rm_watch(w->fd, wd);
+		explain_add_error(w, wd < 0 ? -errno : -ENOMEM, root, "");
+		root_gone(w, root);
+		return true;
+	}
+	wr->dev = st.st_dev;
+	wr->ino = st.st_ino;
+	p = strdup("");
+	if (p)	/* the whole file: its offset and length say so */
+		out_push(w, TRACK_EVENT_MODIFY, 0, root, p, NULL);
+	return true;
 }
 
 /* Something moved out of the tree: a delete, and no more watches there. */
@@ -868,10 +970,16 @@ static void cook(struct track_watch *w, const struct raw *r)
 		bool was_root = !n->path[0];
 
 		node_del_at(w, (size_t)(n - w->nodes));
-		if (was_root)
+		if (was_root && w->roots[root].file)
+			file_root_check(w, root, true);
+		else if (was_root)
 			root_gone(w, root);
 		return;
 	}
+	if (w->roots[root].file && !r->name &&
+	    (r->mask & (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)) &&
+	    file_root_check(w, root, false))
+		return;
 	if (!r->name) {
 		/*
 		 * An event on the watched object itself. For a directory
@@ -994,7 +1102,7 @@ TRACK_EXPORT int track_watch_timeout(const struct track_watch *w)
 	if (w->out_len)
 		return 0;
 	if (!w->raw_len)
-		return -1;
+		return -ENODATA;
 	/* Only a held rename half can leave raw events uncooked. */
 	now = now_ms();
 	due = w->raw[w->raw_head].when + (uint64_t)w->rename_ms;
@@ -1050,7 +1158,8 @@ TRACK_EXPORT int track_watch_next(struct track_watch *w,
 		if (deadline != UINT64_MAX &&
 		    (wait < 0 || (uint64_t)wait > deadline - now))
 			wait = (int)(deadline - now);
-		if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
+		/* EINTR too: a signal handler must be able to stop a wait. */
+		if (poll(&pfd, 1, wait) < 0)
 			return -errno;
 	}
 }

@@ -131,11 +131,11 @@ TEST(crash_marks_exactly_the_intent_regions)
 		ASSERT_EQ(0, track_dm_freeze(dm, &e));
 		log.last_frozen = e;
 
-		ASSERT_EQ(0, track_dm_status(dm, &st));
+		ASSERT_EQ(0, track_dm_get_status(dm, &st));
 		memcpy(log.track_id, st.track_id, sizeof(log.track_id));
 		log.magic = LOG_MAGIC;
 		ASSERT_EQ(0, write_log(&log));
-		track_dm_close(dm);
+		track_dm_free(dm);
 
 		printf("LIBTRACK-REBOOTING\n");
 		fflush(stdout);

@@ -32,7 +32,7 @@ FIXTURE_SETUP(epochs)
 FIXTURE_TEARDOWN(epochs)
 {
 	if (self->dm)
-		track_dm_close(self->dm);
+		track_dm_free(self->dm);
 	tt_remove(TT_NAME);
 	free(self->x.e);
 }
@@ -50,7 +50,7 @@ TEST_F(epochs, freeze_moves_active_set_to_frozen)
 	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &self->x));
 	EXPECT_EQ(0, self->x.n);
 
-	ASSERT_EQ(0, track_dm_status(self->dm, &st));
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
 	EXPECT_EQ(e, st.frozen_epoch);
 	EXPECT_EQ(e + 1, st.epoch);
 	EXPECT_EQ(1, st.dirty_frozen);
@@ -66,7 +66,7 @@ TEST_F(epochs, commit_drops_frozen_set_and_records_epoch)
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 5 * BS, BS));
 	ASSERT_EQ(0, track_dm_freeze(self->dm, &e));
 	ASSERT_EQ(0, track_dm_commit(self->dm, e));
-	ASSERT_EQ(0, track_dm_status(self->dm, &st));
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
 	EXPECT_EQ(0, st.frozen_epoch);
 	EXPECT_EQ(e, st.committed_epoch);
 	EXPECT_EQ(0, st.dirty_active);
@@ -98,7 +98,7 @@ TEST_F(epochs, stale_commit_and_abort_are_refused)
 	EXPECT_EQ(-ESTALE, track_dm_commit(self->dm, e - 1));
 	EXPECT_EQ(-ESTALE, track_dm_commit(self->dm, e + 1));
 	EXPECT_EQ(-ESTALE, track_dm_abort(self->dm, e + 1));
-	ASSERT_EQ(0, track_dm_status(self->dm, &st));
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
 	EXPECT_EQ(1, st.dirty_frozen) TH_LOG("a refused commit dropped blocks");
 	ASSERT_EQ(0, track_dm_commit(self->dm, e));
 	EXPECT_EQ(-ESTALE, track_dm_commit(self->dm, e));
@@ -118,7 +118,7 @@ TEST_F(epochs, freeze_again_before_commit_ors_into_frozen)
 	ASSERT_EQ(2, self->x.n) TH_LOG("%s", tt_str(&self->x));
 	EXPECT_EQ(-ESTALE, track_dm_commit(self->dm, e1));
 	ASSERT_EQ(0, track_dm_commit(self->dm, e2));
-	ASSERT_EQ(0, track_dm_status(self->dm, &st));
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
 	EXPECT_EQ(e2, st.committed_epoch);
 }
 
@@ -142,7 +142,7 @@ TEST_F(epochs, clear_forgets_and_mark_all_marks_everything)
 
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 5 * BS, BS));
 	ASSERT_EQ(0, track_dm_mark_all(self->dm));
-	ASSERT_EQ(0, track_dm_status(self->dm, &st));
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
 	EXPECT_EQ(st.nr_blocks, st.dirty_active);
 	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &self->x));
 	ASSERT_EQ(1, self->x.n);
@@ -150,7 +150,7 @@ TEST_F(epochs, clear_forgets_and_mark_all_marks_everything)
 	EXPECT_EQ(st.nr_blocks, self->x.e[0].count);
 
 	ASSERT_EQ(0, track_dm_clear(self->dm));
-	ASSERT_EQ(0, track_dm_status(self->dm, &st));
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
 	EXPECT_EQ(0, st.dirty_active);
 }
 
@@ -258,7 +258,7 @@ TEST(freeze_never_loses_inflight_write)
 		TH_LOG("the write completed after freeze but is not in the new epoch: %s",
 		       tt_str(&x));
 
-	track_dm_close(dm);
+	track_dm_free(dm);
 	tt_remove(TT_NAME);
 	tt_remove("lt-delay");
 	free(x.e);

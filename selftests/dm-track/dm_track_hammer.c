@@ -146,7 +146,7 @@ static int sync_once(struct syncer *s, int may_abort, unsigned int *seed)
 				s->committed[b] = 1;
 		s->syncs++;
 	}
-	track_dm_close(dm);
+	track_dm_free(dm);
 	close(c.src);
 	close(c.dst);
 	free(c.buf);

@@ -83,8 +83,8 @@ TEST_F(tib, all_dirty_costs_no_more_than_clean)
 	ASSERT_EQ(0, tt_status(TT_NAME, &clean));
 	ASSERT_EQ(0, track_dm_open(TT_NAME, &dm));
 	ASSERT_EQ(0, track_dm_mark_all(dm));
-	ASSERT_EQ(0, track_dm_status(dm, &st));
-	track_dm_close(dm);
+	ASSERT_EQ(0, track_dm_get_status(dm, &st));
+	track_dm_free(dm);
 	EXPECT_EQ(NR_BLOCKS, st.dirty_active);
 	EXPECT_EQ(clean.mem_bytes, st.mem_bytes);
 	ksft_print_msg("1 TiB all dirty: %llu KiB\n",

@@ -54,7 +54,7 @@ FIXTURE_SETUP(persist)
 FIXTURE_TEARDOWN(persist)
 {
 	if (self->dm)
-		track_dm_close(self->dm);
+		track_dm_free(self->dm);
 	tt_remove(TT_NAME);
 	free(self->x.e);
 }
@@ -83,8 +83,8 @@ TEST_F(persist, dirty_set_epochs_and_id_survive_remove_and_recreate)
 	ASSERT_EQ(0, track_dm_commit(self->dm, e));
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 7 * BS, BS));
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 100000 * BS, 3 * BS));
-	ASSERT_EQ(0, track_dm_status(self->dm, &before));
-	track_dm_close(self->dm);
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &before));
+	track_dm_free(self->dm);
 	self->dm = NULL;
 	tt_remove(TT_NAME);
 
@@ -112,7 +112,7 @@ TEST_F(persist, uncommitted_frozen_blocks_survive_as_dirty)
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 40 * BS, BS));
 	ASSERT_EQ(0, track_dm_freeze(self->dm, &e));
 	ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 50 * BS, BS));
-	track_dm_close(self->dm);
+	track_dm_free(self->dm);
 	self->dm = NULL;
 	tt_remove(TT_NAME);
 
@@ -196,7 +196,7 @@ TEST_F(persist, table_reload_keeps_sets_and_epochs)
 	ASSERT_EQ(0, vm_run("echo '0 2113536 track " VM_DISK_B " 0 8 1 clean' | "
 			    "dmsetup reload " TT_NAME " && dmsetup resume --noudevsync "
 			    TT_NAME));
-	ASSERT_EQ(0, track_dm_status(self->dm, &st));
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
 	EXPECT_EQ(264192, st.nr_blocks);
 	EXPECT_EQ(e, st.frozen_epoch);
 	EXPECT_EQ(1, st.dirty_frozen);

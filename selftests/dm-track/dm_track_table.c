@@ -116,7 +116,7 @@ TEST(netlink_dump_needs_cap_sys_admin)
 	/* And root still can. */
 	EXPECT_EQ(0, track_dm_for_each_extent(dm, TRACK_DM_ACTIVE, tt_collect, &x));
 	EXPECT_EQ(1024, tt_blocks(&x));
-	track_dm_close(dm);
+	track_dm_free(dm);
 	tt_remove(TT_NAME);
 	free(x.e);
 }

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <libtrack.h>
+#include <libtrack/dm.h>
 
 #include "vmtest.h"
 
@@ -49,7 +50,7 @@ static inline int tt_extents(const char *name, enum track_dm_set set,
 	if (r)
 		return r;
 	r = track_dm_for_each_extent(dm, set, tt_collect, x);
-	track_dm_close(dm);
+	track_dm_free(dm);
 	return r;
 }
 
@@ -97,8 +98,8 @@ static inline int tt_status(const char *name, struct track_dm_status *st)
 
 	if (r)
 		return r;
-	r = track_dm_status(dm, st);
-	track_dm_close(dm);
+	r = track_dm_get_status(dm, st);
+	track_dm_free(dm);
 	return r;
 }
 

@@ -24,14 +24,14 @@ FIXTURE_SETUP(tree)
 	strcpy(self->dir, "/tmp/watch-ranges.XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	ASSERT_EQ(0, track_watch_new(0, &self->w));
-	if (track_watch_mode(self->w) != TRACK_WATCH_RANGES)
+	if (track_watch_get_mode(self->w) != TRACK_WATCH_RANGES)
 		SKIP(return, "this kernel has no IN_REPORT_RANGE");
 	ASSERT_EQ(0, track_watch_add(self->w, self->dir));
 }
 
 FIXTURE_TEARDOWN(tree)
 {
-	track_watch_close(self->w);
+	track_watch_free(self->w);
 	vm_run("rm -rf %s", self->dir);
 }
 
@@ -156,7 +156,7 @@ TEST(plain_mode_still_says_whole_file)
 
 	ASSERT_NE(NULL, mkdtemp(dir));
 	ASSERT_EQ(0, track_watch_new(TRACK_WATCH_NO_RANGES, &w));
-	EXPECT_EQ(TRACK_WATCH_PLAIN, (int)track_watch_mode(w));
+	EXPECT_EQ(TRACK_WATCH_PLAIN, (int)track_watch_get_mode(w));
 	ASSERT_EQ(0, track_watch_add(w, dir));
 	snprintf(path, sizeof(path), "%s/f", dir);
 	fd = open(path, O_CREAT | O_WRONLY, 0644);
@@ -166,7 +166,7 @@ TEST(plain_mode_still_says_whole_file)
 	ASSERT_EQ(1, next_modify(w, &ev));
 	EXPECT_EQ(0U, ev.flags & TRACK_EVENT_RANGE);
 	EXPECT_EQ((uint64_t)TRACK_WHOLE_FILE, ev.length);
-	track_watch_close(w);
+	track_watch_free(w);
 	vm_run("rm -rf %s", dir);
 }
 

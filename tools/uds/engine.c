@@ -182,7 +182,7 @@ static void local_event(struct uds *u, const struct track_event *ev)
 			return;
 		if (ev->flags & TRACK_EVENT_RANGE) {
 			d = uds_mark_local(u, p, LD_RANGES);
-			if (d && extents_add(&d->ext, ev->offset, ev->length))
+			if (d && track_extents_add(d->ext, ev->offset, ev->length))
 				d->flags |= LD_WHOLE;
 			estimate_range(u, p, ev->offset, ev->length);
 		} else {

@@ -464,7 +464,7 @@ static int delta_range(int src, int dst, uint64_t start, uint64_t end,
 	return 0;
 }
 
-int fsx_delta(int src, int dst, uint64_t size, const struct extents *ext,
+int fsx_delta(int src, int dst, uint64_t size, const struct track_extents *ext,
 	      struct copy_stats *cs)
 {
 	struct stat st;
@@ -475,9 +475,11 @@ int fsx_delta(int src, int dst, uint64_t size, const struct extents *ext,
 	if (!ext) {
 		err = delta_range(src, dst, 0, size, cs);
 	} else {
-		for (size_t i = 0; i < ext->n && !err; i++) {
-			uint64_t s = ext->v[i].start, e = ext->v[i].end;
+		for (size_t i = 0; i < track_extents_count(ext) && !err; i++) {
+			uint64_t s, e;
 
+			track_extents_get(ext, i, &s, &e);
+			e += s;		/* length to end */
 			if (s >= size)
 				break;
 			err = delta_range(src, dst, s, e < size ? e : size, cs);

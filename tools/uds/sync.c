@@ -103,7 +103,7 @@ static void free_ldirty(void *v)
 	struct ldirty *d = v;
 
 	if (d) {
-		extents_free(&d->ext);
+		track_extents_free(d->ext);
 		free(d);
 	}
 }
@@ -117,13 +117,15 @@ struct ldirty *uds_mark_local(struct uds *u, const char *path,
 		struct entry *b = hmap_get(&u->base, path);
 
 		d = calloc(1, sizeof(*d));
-		if (!d || hmap_put(&u->ldirty, path, d, NULL)) {
+		if (!d || track_extents_new(0, &d->ext) ||
+		    hmap_put(&u->ldirty, path, d, NULL)) {
+			if (d)
+				track_extents_free(d->ext);
 			free(d);
 			err_("out of memory; rescanning later");
 			u->need_rescan_s = true;
 			return NULL;
 		}
-		extents_init(&d->ext);
 		d->seen_size = b ? b->s.size : 0;
 	}
 	d->flags |= flags;
@@ -475,7 +477,7 @@ static void untear(int df, const struct stat *before, const char *p)
  */
 static int copy_file(struct uds *u, const char *p, bool from_s,
 		     const struct snap *to, enum content how,
-		     const struct extents *ext, struct pass *ps)
+		     const struct track_extents *ext, struct pass *ps)
 {
 	int src_root = from_s ? u->sfd : u->dfd;
 	int dst_root = from_s ? u->dfd : u->sfd;
@@ -531,20 +533,22 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 		if (err)
 			goto out;
 		if (how == C_RANGES) {
-			struct extents grow;
+			struct track_extents *grow;
 
 			/* Cover any growth too, whatever the events said. */
-			extents_init(&grow);
-			for (size_t i = 0; i < ext->n; i++)
-				extents_add(&grow, ext->v[i].start,
-					    ext->v[i].end - ext->v[i].start);
-			if ((uint64_t)sst.st_size > (uint64_t)dst.st_size)
-				extents_add(&grow, (uint64_t)dst.st_size,
-					    (uint64_t)(sst.st_size -
-						       dst.st_size));
-			err = fsx_delta(sf, df, (uint64_t)sst.st_size, &grow,
-					&cs);
-			extents_free(&grow);
+			err = track_extents_new(0, &grow);
+			if (err)
+				goto out;
+			err = track_extents_merge(grow, ext);
+			if (!err &&
+			    (uint64_t)sst.st_size > (uint64_t)dst.st_size)
+				err = track_extents_add(grow,
+					(uint64_t)dst.st_size,
+					(uint64_t)(sst.st_size - dst.st_size));
+			if (!err)
+				err = fsx_delta(sf, df, (uint64_t)sst.st_size,
+						grow, &cs);
+			track_extents_free(grow);
 		} else if (how == C_WHOLE) {
 			err = fsx_delta(sf, df, (uint64_t)sst.st_size, NULL,
 					&cs);
@@ -776,7 +780,7 @@ static int conflict(struct uds *u, const char *p, struct snap *rs);
  */
 static int transfer(struct uds *u, const char *p, bool from_s,
 		    const struct snap *src, struct snap *to,
-		    enum content how, const struct extents *ext,
+		    enum content how, const struct track_extents *ext,
 		    struct pass *ps)
 {
 	int err;
@@ -1009,7 +1013,7 @@ static int sync_path(struct uds *u, const char *p, int allow,
 		else
 			how = C_WHOLE;	/* touch, or data we were not told */
 		err = transfer(u, p, true, &ls, &rs, how,
-			       ld ? &ld->ext : NULL, ps);
+			       ld ? ld->ext : NULL, ps);
 		if (err)
 			goto fail;
 		goto done;
@@ -1646,7 +1650,7 @@ int uds_reattach(struct uds *u)
 			return -ENOSPC;
 		}
 		close(u->sfd);
-		track_watch_close(u->ws);
+		track_watch_free(u->ws);
 		u->sfd = fd;
 		u->ws = w;
 		u->sdev = ss.st_dev;
@@ -1664,7 +1668,7 @@ int uds_reattach(struct uds *u)
 			return -ENOSPC;
 		}
 		close(u->dfd);
-		track_watch_close(u->wd);
+		track_watch_free(u->wd);
 		u->dfd = fd;
 		u->wd = w;
 		u->ddev = ds.st_dev;
@@ -1743,7 +1747,7 @@ int uds_open(struct uds *u, struct config *cfg)
 	if (open_watch(u, "SAVINGBOX", cfg->savingbox, &u->ws) ||
 	    open_watch(u, "SYNCFOLDER", cfg->syncfolder, &u->wd))
 		goto fail;
-	u->mode = track_watch_mode(u->ws);
+	u->mode = track_watch_get_mode(u->ws);
 
 	track_batch_params_init(&bp);
 	bp.timer_ms = cfg->timer_ms;
@@ -1774,8 +1778,8 @@ void uds_close(struct uds *u)
 {
 	if (u->j.path)
 		journal_close(&u->j);
-	track_watch_close(u->ws);
-	track_watch_close(u->wd);
+	track_watch_free(u->ws);
+	track_watch_free(u->wd);
 	track_batch_free(u->batch);
 	hmap_clear(&u->base, free_entry);
 	hmap_clear(&u->ldirty, free_ldirty);

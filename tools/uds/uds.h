@@ -74,23 +74,7 @@ void hmap_del_tree(struct hmap *m, const char *path, void (*free_val)(void *));
 int hmap_rename_tree(struct hmap *m, const char *from, const char *to,
 		     void (*free_val)(void *));
 
-/* --- extents.c: a set of byte ranges -------------------------------- */
-
-struct extent {
-	uint64_t start, end;	/* [start, end) */
-};
-
-struct extents {
-	struct extent *v;
-	size_t n, cap;
-};
-
-#define EXTENTS_MAX 4096	/* beyond this, merge into one covering run */
-
-void extents_init(struct extents *e);
-void extents_free(struct extents *e);
-int extents_add(struct extents *e, uint64_t start, uint64_t len);
-uint64_t extents_bytes(const struct extents *e);
+/* Sets of byte ranges are libtrack's struct track_extents. */
 
 /* --- fsx.c: file operations confined to a root ---------------------- */
 
@@ -147,7 +131,7 @@ int fsx_copy_all(int src, int dst, uint64_t size, struct copy_stats *cs);
  * differ, then truncating to SIZE. With EXT, only those ranges are read
  * and compared (the rest is known to be equal).
  */
-int fsx_delta(int src, int dst, uint64_t size, const struct extents *ext,
+int fsx_delta(int src, int dst, uint64_t size, const struct track_extents *ext,
 	      struct copy_stats *cs);
 /* Are the regular files A and B byte for byte equal? 1, 0 or -errno. */
 int fsx_same_content(int a, int b, struct copy_stats *cs);
@@ -251,7 +235,7 @@ int parse_size(const char *s, uint64_t *bytes);
 /* Local pending changes of one path. */
 struct ldirty {
 	unsigned int flags;
-	struct extents ext;	/* LD_RANGES: the changed bytes */
+	struct track_extents *ext; /* LD_RANGES: the changed bytes */
 	uint64_t seen_size;	/* plain mode: size at the last event */
 };
 

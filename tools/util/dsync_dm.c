@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <libtrack.h>
+#include <libtrack/dm.h>
 
 #include "dsync_dm.h"
 
@@ -45,8 +46,8 @@ int ds_dm_probe(const char *name, char *msg, size_t msglen)
 
 	ret = track_dm_open(name, &dm);
 	if (!ret) {
-		ret = track_dm_status(dm, &st);
-		track_dm_close(dm);
+		ret = track_dm_get_status(dm, &st);
+		track_dm_free(dm);
 	}
 	if (ret)
 		snprintf(msg, msglen, "%s: %s", name, dm_hint(ret));
@@ -93,7 +94,7 @@ int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
 		goto fail;
 	}
 	e->dm = dm;	/* from here on the caller commits or aborts */
-	ret = track_dm_status(dm, &st);
+	ret = track_dm_get_status(dm, &st);
 	if (ret) {
 		snprintf(msg, msglen, "%s: reading its status failed: %s",
 			 e->name, dm_hint(ret));
@@ -123,7 +124,7 @@ fail:
 	if (e->lock_fd >= 0)
 		close(e->lock_fd);
 	e->lock_fd = -1;
-	track_dm_close(dm);
+	track_dm_free(dm);
 	return ret;
 }
 
@@ -168,7 +169,7 @@ int ds_epoch_abort(struct ds_epoch *e)
 void ds_epoch_close(struct ds_epoch *e)
 {
 	if (e->dm)
-		track_dm_close(e->dm);
+		track_dm_free(e->dm);
 	e->dm = NULL;
 	if (e->lock_fd >= 0)
 		close(e->lock_fd);

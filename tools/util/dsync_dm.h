@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include <libtrack.h>
+#include <libtrack/dm.h>
 
 #include "dsync_util.h"
 

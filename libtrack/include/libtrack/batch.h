@@ -40,6 +40,10 @@ struct track_batch_params {
 	uint64_t (*clock)(void *arg);
 	void *clock_arg;
 	int zlib_level;		/* for track_batch_add_data(); 0 = 1 (fast) */
+	/* Room to grow: must be zero (track_batch_params_init() does it);
+	 * track_batch_new() refuses anything else with -EINVAL. */
+	uint32_t reserved0;
+	uint64_t reserved[7];
 };
 
 /* Why a push is due. */
@@ -56,6 +60,7 @@ struct track_batch_state {
 	uint64_t bytes;		/* their estimated compressed size */
 	uint64_t first_ms;	/* clock at the first of them */
 	uint64_t last_ms;	/* clock at the last of them */
+	uint64_t reserved[4];	/* zero; later versions may fill them */
 };
 
 /* Fill P with the defaults (5 s, 250 KB, 30 s, the monotonic clock). */
@@ -85,7 +90,7 @@ enum track_batch_reason track_batch_due(struct track_batch *b);
 
 /*
  * Milliseconds until a push is due if no update comes: 0 if it is due now,
- * -1 if nothing is pending.
+ * -ENODATA if nothing is pending (negative: poll(2) then waits forever).
  */
 int64_t track_batch_wait(struct track_batch *b);
 

@@ -3,12 +3,15 @@
  * track_dm_*: drive a dm-track device (the kernel target "track").
  *
  * Messages go through libdevmapper, dirty extents come over generic netlink
- * (libmnl). All of it needs CAP_SYS_ADMIN.
+ * (libmnl). All of it needs CAP_SYS_ADMIN. These functions live in their
+ * own library: link with `pkg-config --libs libtrack-dm`.
  */
 #ifndef LIBTRACK_DM_H
 #define LIBTRACK_DM_H
 
 #include <stdint.h>
+
+#include <libtrack/extents.h>	/* track_extent_fn */
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,6 +43,8 @@ struct track_dm_status {
 	uint64_t mem_bytes;	/* memory the sets use */
 	enum track_dm_persist persist;
 	char track_id[40];	/* stable id of the tracking state (hex) */
+	uint32_t reserved0;	/* zero; later versions may fill these */
+	uint64_t reserved[8];
 };
 
 /* What track_dm_create() puts into the table line. */
@@ -51,6 +56,10 @@ struct track_dm_params {
 	const char *metadata_dev; /* NULL = no persistence */
 	int clean;		/* start with nothing dirty (replica identical) */
 	const char *uuid;	/* dm uuid, or NULL */
+	/* Room to grow: must be zero (initialise the struct with { 0 } or
+	 * designated initialisers); track_dm_create() refuses anything else
+	 * with -EINVAL. */
+	uint64_t reserved[8];
 };
 
 /* Create a dm-track device NAME and resume it. */
@@ -66,7 +75,7 @@ int track_dm_remove(const char *name);
 int track_dm_open(const char *name, struct track_dm **dmp);
 
 /* Release a handle from track_dm_open(). */
-void track_dm_close(struct track_dm *dm);
+void track_dm_free(struct track_dm *dm);
 
 /* The dm name, dm uuid ("" if none) and /dev/mapper path of the device. */
 const char *track_dm_name(const struct track_dm *dm);
@@ -74,7 +83,7 @@ const char *track_dm_uuid(const struct track_dm *dm);
 const char *track_dm_path(const struct track_dm *dm);
 
 /* Read the device's status line. */
-int track_dm_status(struct track_dm *dm, struct track_dm_status *st);
+int track_dm_get_status(struct track_dm *dm, struct track_dm_status *st);
 
 /*
  * Atomically move the active set into a frozen epoch (ORed into an existing
@@ -97,7 +106,6 @@ int track_dm_mark_all(struct track_dm *dm);
  * Call FN for each run of dirty blocks of SET, in block order. A non-zero
  * return from FN stops the walk and is returned.
  */
-typedef int (*track_extent_fn)(uint64_t first, uint64_t count, void *arg);
 int track_dm_for_each_extent(struct track_dm *dm, enum track_dm_set set,
 			     track_extent_fn fn, void *arg);
 

@@ -86,16 +86,19 @@ struct track_stream_totals {
 /*
  * Where a writer puts bytes: write all LEN bytes and return LEN, or return
  * a negative errno value. Where a reader gets bytes: return 1 .. LEN bytes,
- * 0 at the end of the input, or a negative errno value.
+ * 0 at the end of the input, or a negative errno value; -EAGAIN (or
+ * -EWOULDBLOCK, -EINTR) means "nothing yet": the reader returns it to its
+ * caller, keeps what it has, and resumes on the next call.
  */
 typedef ssize_t (*track_stream_write_fn)(void *arg, const void *buf,
 					 size_t len);
 typedef ssize_t (*track_stream_read_fn)(void *arg, void *buf, size_t len);
 
 /*
- * Start a stream described by INFO and write its header through FN.
- * INFO's epochs, ids and flags are checked as a reader would check them
- * (-EINVAL if a reader would refuse them).
+ * Start a stream described by INFO: its header goes into the writer's
+ * output buffer, which reaches FN when it fills and at flush and finish.
+ * INFO's epochs, ids and flags are checked as a reader would check them,
+ * and its reserved fields must be zero (-EINVAL otherwise).
  */
 int track_stream_writer_new(const struct track_stream_info *info,
 			    track_stream_write_fn fn, void *arg,
@@ -129,7 +132,12 @@ int track_stream_write_zero(struct track_stream_writer *w, uint64_t first,
  */
 int track_stream_writer_flush(struct track_stream_writer *w);
 
-/* Totals so far (before finish: bytes handed to FN, records complete). */
+/*
+ * Totals so far. Before finish: records, blocks and stream_bytes count the
+ * complete records, including bytes still in the output buffer (not yet
+ * handed to FN; track_stream_writer_flush() hands them over); blocks
+ * gathered for a record that is not complete yet are not counted.
+ */
 int track_stream_writer_totals(const struct track_stream_writer *w,
 			       struct track_stream_totals *t);
 
@@ -150,9 +158,10 @@ int track_stream_reader_new(track_stream_read_fn fn, void *arg,
 int track_stream_reader_open(int fd, struct track_stream_reader **rp);
 
 /*
- * Read and check the header. -EBADMSG: not a stream, corrupt or truncated;
+ * Read and check the header. -EBADMSG: not a stream, or corrupt (reject
+ * it); -ENODATA: the input ended early, truncated (transfer it again);
  * -EPROTONOSUPPORT: a format this library cannot read (a newer major
- * version, unknown flags).
+ * version, unknown flags); -EAGAIN: the read function had nothing yet.
  */
 int track_stream_read_header(struct track_stream_reader *r,
 			     struct track_stream_info *info);

@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* The version of the headers a program was built against. */
-#define LIBTRACK_VERSION_MAJOR 1
+#define LIBTRACK_VERSION_MAJOR 2
 #define LIBTRACK_VERSION_MINOR 0
 
 /* True when the headers are at least version major.minor. */

@@ -6,7 +6,7 @@
  * A watcher uses the extended inotify of the UDS+ kernel patch (the
  * IN_REPORT_RANGE flag of inotify_init1()) when the running kernel has it,
  * and plain inotify otherwise; then every modification says "the whole file
- * may have changed". track_watch_mode() tells which one it got.
+ * may have changed". track_watch_get_mode() tells which one it got.
  *
  * A directory is watched with its whole tree, including directories created
  * or moved in while it is watched: the watcher adds the new directory's
@@ -64,7 +64,10 @@ enum track_event_kind {
 	TRACK_EVENT_DELETE,	/* path disappeared (unlinked, moved out) */
 	TRACK_EVENT_RENAME,	/* old_path was renamed to path */
 	TRACK_EVENT_RESCAN,	/* events were lost: compare the tree */
-	TRACK_EVENT_GONE,	/* the root itself was deleted, moved or unmounted */
+	TRACK_EVENT_GONE,	/* the root itself was deleted, moved or unmounted;
+				 * DIR set if it was a directory. A single-file
+				 * root replaced by a rename is followed instead
+				 * (a whole-file MODIFY). */
 };
 
 /* Bits in track_event.flags. */
@@ -83,6 +86,7 @@ struct track_event {
 	uint64_t length;	/* MODIFY: bytes changed, or TRACK_WHOLE_FILE */
 	const char *path;	/* relative to the root; "" is the root itself */
 	const char *old_path;	/* RENAME: the path before; else NULL */
+	uint64_t reserved[4];	/* zero; later versions may fill them */
 };
 
 /*
@@ -92,10 +96,10 @@ struct track_event {
 int track_watch_new(unsigned int flags, struct track_watch **wp);
 
 /* Remove every watch and free the watcher. */
-void track_watch_close(struct track_watch *w);
+void track_watch_free(struct track_watch *w);
 
 /* Whether modifications carry ranges. */
-enum track_watch_mode track_watch_mode(const struct track_watch *w);
+enum track_watch_mode track_watch_get_mode(const struct track_watch *w);
 
 /*
  * Watch PATH: a directory with its whole tree, or a single file. PATH
@@ -107,6 +111,13 @@ enum track_watch_mode track_watch_mode(const struct track_watch *w);
  */
 int track_watch_add(struct track_watch *w, const char *path);
 
+/*
+ * Stop watching root ROOT: its watches go, and events of it still queued in
+ * the watcher are dropped. Its id may be returned by a later
+ * track_watch_add(). -ENOENT if ROOT is not a watched root.
+ */
+int track_watch_remove(struct track_watch *w, int root);
+
 /* The path given to track_watch_add() for root id ROOT, or NULL. */
 const char *track_watch_root(const struct track_watch *w, int root);
 
@@ -115,8 +126,9 @@ unsigned int track_watch_count(const struct track_watch *w);
 
 /*
  * Get the next event, waiting up to TIMEOUT_MS milliseconds (-1 forever,
- * 0 not at all). Returns 1 and fills *EV, 0 if no event came in time, or a
- * negative errno (then see track_watch_error()). Strings in *EV stay valid
+ * 0 not at all). Returns 1 and fills *EV, 0 if no event came in time,
+ * -EINTR if a signal interrupted the wait (nothing is lost: call again),
+ * or another negative errno (then see track_watch_error()). Strings in *EV stay valid
  * until the next call on W.
  */
 int track_watch_next(struct track_watch *w, struct track_event *ev,
@@ -132,7 +144,7 @@ int track_watch_fd(const struct track_watch *w);
 /*
  * How long the caller may sleep before track_watch_next() must be called
  * again even if the descriptor stays quiet (a held rename half expires), in
- * milliseconds; -1 for no limit.
+ * milliseconds; -ENODATA for no limit (negative: poll(2) waits forever).
  */
 int track_watch_timeout(const struct track_watch *w);
 

@@ -3,13 +3,14 @@
  * A minimal libtrack client: prints the library version and, given the
  * name of a dm-track device, how much of it is dirty.
  *
- *   cc -o track-status track-status.c $(pkg-config --cflags --libs libtrack)
+ *   cc -o dm-status dm-status.c $(pkg-config --cflags --libs libtrack-dm)
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <libtrack.h>
+#include <libtrack/dm.h>
 
 int main(int argc, char **argv)
 {
@@ -31,10 +32,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", argv[1], strerror(-r));
 		return 1;
 	}
-	r = track_dm_status(dm, &st);
+	r = track_dm_get_status(dm, &st);
 	if (r == 0)
 		printf("%s: %" PRIu64 " of %" PRIu64 " blocks dirty, epoch %" PRIu64 "\n",
 		       track_dm_path(dm), st.dirty_active, st.nr_blocks, st.epoch);
-	track_dm_close(dm);
+	track_dm_free(dm);
 	return r < 0;
 }
