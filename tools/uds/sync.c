@@ -375,8 +375,19 @@ static int remove_tree(struct uds *u, bool local, const char *p)
 struct pass {
 	char **dirs;		/* directories to remove at the end */
 	size_t nr_dirs;
-	bool wrote;		/* something changed in the target */
+	bool wrote;		/* something changed in either folder */
+	bool wrote_d;		/* ... in SYNCFOLDER: the client sees a sync */
+	bool wrote_s;		/* ... in SAVINGBOX */
 };
+
+static void pass_wrote(struct pass *ps, bool into_d)
+{
+	ps->wrote = true;
+	if (into_d)
+		ps->wrote_d = true;
+	else
+		ps->wrote_s = true;
+}
 
 static void defer_dir(struct pass *ps, const char *p)
 {
@@ -408,19 +419,21 @@ static int finish_pass(struct uds *u, struct pass *ps)
 
 		fsx_snap(u->sfd, ps->dirs[i], &ls);
 		fsx_snap(u->dfd, ps->dirs[i], &rs);
-		if (ls.type == 0 && rs.type == 'd')
+		bool in_d = ls.type == 0 && rs.type == 'd';
+
+		if (in_d)
 			err = remove_tree(u, false, ps->dirs[i]);
 		else if (rs.type == 0 && ls.type == 'd')
 			err = remove_tree(u, true, ps->dirs[i]);
 		else
-			err = 0;
+			err = 1;
 		if (err < 0 && !ret) {
 			report(u, "cannot remove", "directory", ps->dirs[i],
 			       err);
 			ret = err;
 		}
 		if (err == 0)
-			ps->wrote = true;
+			pass_wrote(ps, in_d);
 		free(ps->dirs[i]);
 	}
 	free(ps->dirs);
@@ -627,7 +640,7 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 		if (changed) {
 			u->st.files_pushed++;
 			u->st.bytes_pushed += cs.written;
-			ps->wrote = true;
+			pass_wrote(ps, true);
 		}
 	} else {
 		struct entry *e;
@@ -638,7 +651,7 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 			e->echo_until = now_ms() + ECHO_MS;
 		u->st.files_pulled++;
 		u->st.bytes_pulled += cs.written;
-		ps->wrote = true;
+		pass_wrote(ps, false);
 	}
 	u->st.bytes_read += cs.read;
 	debug_("%s '%s': %llu bytes read, %llu written (%s)",
@@ -660,7 +673,8 @@ out:
 }
 
 /* Mirror symlink P (the link itself, never what it points to). */
-static int copy_link(struct uds *u, const char *p, bool from_s)
+static int copy_link(struct uds *u, const char *p, bool from_s,
+		     struct pass *ps)
 {
 	int src_root = from_s ? u->sfd : u->dfd;
 	int dst_root = from_s ? u->dfd : u->sfd;
@@ -692,6 +706,7 @@ static int copy_link(struct uds *u, const char *p, bool from_s)
 	if (from_s) {
 		base_set(u, p, &s, &d);
 		u->st.files_pushed++;
+		pass_wrote(ps, true);
 	} else {
 		struct entry *e;
 
@@ -700,6 +715,7 @@ static int copy_link(struct uds *u, const char *p, bool from_s)
 		if (e)
 			e->echo_until = now_ms() + ECHO_MS;
 		u->st.files_pulled++;
+		pass_wrote(ps, false);
 	}
 	return 0;
 }
@@ -722,12 +738,12 @@ static int copy_dir(struct uds *u, const char *p, bool from_s,
 		if (mkdirat(pfd, name, src->mode & 01777) && errno != EEXIST)
 			err = -errno;
 		else
-			ps->wrote = true;
+			pass_wrote(ps, from_s);
 	} else if (to->mode != (src->mode & 01777)) {
 		if (fchmodat(pfd, name, src->mode & 01777, 0))
 			err = -errno;
 		else
-			ps->wrote = true;
+			pass_wrote(ps, from_s);
 	}
 	close(pfd);
 	if (err)
@@ -762,7 +778,7 @@ static int remove_path(struct uds *u, const char *p, bool local,
 	if (err && err != -ENOENT)
 		return err;
 	base_drop(u, p);
-	ps->wrote = true;
+	pass_wrote(ps, !local);
 	info_("removed '%s' from %s", log_path(p),
 	      local ? "SAVINGBOX" : "SYNCFOLDER");
 	return 0;
@@ -786,6 +802,25 @@ static int transfer(struct uds *u, const char *p, bool from_s,
 	if (src->type == 'o') {
 		debug_("skipping '%s': not a file, directory or symlink",
 		       log_path(p));
+		return 0;
+	}
+	if (!from_s && to->type == 'd' && src->type == 'l') {
+		/*
+		 * A collaborator replaced a directory with a symlink. Taken
+		 * as it is, every path below it in SAVINGBOX would lead
+		 * wherever the link points (outside both folders, perhaps),
+		 * and the user's programs follow links even if uds-plus
+		 * does not. The directory stays; the link is kept beside
+		 * it as a conflict copy, and the directory goes back.
+		 */
+		struct snap aside = *src;
+
+		err = conflict(u, p, &aside);
+		if (err)
+			return err;
+		/* SYNCFOLDER has nothing there now: a first sync of it. */
+		base_drop(u, p);
+		uds_mark_local_tree(u, p);
 		return 0;
 	}
 	if (to->type && to->type != src->type) {
@@ -822,7 +857,7 @@ static int transfer(struct uds *u, const char *p, bool from_s,
 	case 'd':
 		return copy_dir(u, p, from_s, src, to, ps);
 	case 'l':
-		return copy_link(u, p, from_s);
+		return copy_link(u, p, from_s, ps);
 	default:
 		return copy_file(u, p, from_s, to, how, ext, ps);
 	}
@@ -1183,7 +1218,7 @@ static int replay_renames(struct uds *u, bool local, struct pass *ps)
 		if (!err) {
 			err = replay_rename(u, &v[i], local);
 			if (err > 0) {
-				ps->wrote = true;
+				pass_wrote(ps, local);
 				err = 0;
 			}
 		}
@@ -1267,10 +1302,22 @@ static int run_passes(struct uds *u, struct hmap *map, int allow,
 	return ret;
 }
 
+/* A cycle that changed SYNCFOLDER: one sync for the cloud client. */
+static void count_push(struct uds *u, enum track_batch_reason why,
+		       uint64_t before)
+{
+	u->st.pushes++;
+	u->st.reasons[why]++;
+	u->st.last_push = time(NULL);
+	info_("push %llu (%s): %llu bytes into SYNCFOLDER",
+	      (unsigned long long)u->st.pushes, track_batch_reason_name(why),
+	      (unsigned long long)(u->st.bytes_pushed - before));
+}
+
 int uds_pull(struct uds *u)
 {
 	struct pass ps = { 0 };
-	uint64_t files = u->st.files_pulled;
+	uint64_t files = u->st.files_pulled, before = u->st.bytes_pushed;
 	int err;
 
 	if (!u->rdirty.len && !u->nr_rren)
@@ -1282,12 +1329,19 @@ int uds_pull(struct uds *u)
 		err = run_passes(u, &u->rdirty, 0, &ps);
 	if (!err)
 		err = journal_commit(&u->j);
-	if (ps.wrote) {
+	if (ps.wrote_s) {
 		u->st.pulls++;
 		info_("pull %llu: %llu files from SYNCFOLDER",
 		      (unsigned long long)u->st.pulls,
 		      (unsigned long long)(u->st.files_pulled - files));
 	}
+	/*
+	 * A conflict settled while pulling writes SAVINGBOX's version (and
+	 * moves the other aside) in SYNCFOLDER: the client syncs that like
+	 * any push, so it counts as one.
+	 */
+	if (ps.wrote_d)
+		count_push(u, TRACK_BATCH_NONE, before);
 	if (err)
 		finish_pass(u, &ps);
 	return err;
@@ -1318,15 +1372,8 @@ int uds_push(struct uds *u, enum track_batch_reason why)
 			err = jerr;
 		}
 	}
-	if (ps.wrote) {
-		u->st.pushes++;
-		u->st.reasons[why]++;
-		u->st.last_push = time(NULL);
-		info_("push %llu (%s): %llu bytes into SYNCFOLDER",
-		      (unsigned long long)u->st.pushes,
-		      track_batch_reason_name(why),
-		      (unsigned long long)(u->st.bytes_pushed - before));
-	}
+	if (ps.wrote_d)
+		count_push(u, why, before);
 	if (!err) {
 		/* A clean push clears the last error; one with errors not. */
 		if (u->st.errors == errors)
@@ -1622,6 +1669,37 @@ static int check_identity(struct uds *u)
 			       u->cfg->syncfolder);
 }
 
+/*
+ * One uds-plus per folder, whatever its state directory: two daemons
+ * pushing into one SYNCFOLDER, or pulling into one SAVINGBOX, would each
+ * read the other's writes as a collaborator's and merge them forever. The
+ * lock is on the directory itself (flock on its descriptor), so it holds
+ * across state directories and users, and goes away with the process.
+ */
+static int lock_root(int fd, const char *what, const char *path)
+{
+	/* A descriptor of our own: the root's is replaced on re-attach. */
+	int lfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+	if (lfd < 0) {
+		err_("%s %s: %s", what, path, strerror(errno));
+		return -1;
+	}
+	if (flock(lfd, LOCK_EX | LOCK_NB)) {
+		if (errno == EWOULDBLOCK)
+			err_("another uds-plus already syncs %s %s (it holds "
+			     "a lock on the folder): stop that one first, or "
+			     "give this one other folders", what, path);
+		else
+			err_("cannot lock %s %s: %s", what, path,
+			     strerror(errno));
+		close(lfd);
+		return -1;
+	}
+	/* Held until exit; the descriptor is deliberately not closed. */
+	return 0;
+}
+
 int uds_reattach(struct uds *u)
 {
 	struct stat ss, ds;
@@ -1738,6 +1816,9 @@ int uds_open(struct uds *u, struct config *cfg)
 	}
 	free(lock);
 	/* Held until exit; the descriptor is deliberately not closed. */
+	if (lock_root(u->sfd, "SAVINGBOX", cfg->savingbox) ||
+	    lock_root(u->dfd, "SYNCFOLDER", cfg->syncfolder))
+		goto fail;
 
 	/* Watch first, then look: nothing slips between the two. */
 	if (open_watch(u, "SAVINGBOX", cfg->savingbox, &u->ws) ||
