@@ -380,13 +380,16 @@ struct pass {
 	bool wrote_s;		/* ... in SAVINGBOX */
 };
 
-static void pass_wrote(struct pass *ps, bool into_d)
+static void pass_wrote(struct uds *u, struct pass *ps, bool into_d,
+		       const char *p)
 {
 	ps->wrote = true;
-	if (into_d)
+	if (into_d) {
 		ps->wrote_d = true;
-	else
+		client_wrote(u->cfg, p);
+	} else {
 		ps->wrote_s = true;
+	}
 }
 
 static void defer_dir(struct pass *ps, const char *p)
@@ -433,7 +436,7 @@ static int finish_pass(struct uds *u, struct pass *ps)
 			ret = err;
 		}
 		if (err == 0)
-			pass_wrote(ps, in_d);
+			pass_wrote(u, ps, in_d, ps->dirs[i]);
 		free(ps->dirs[i]);
 	}
 	free(ps->dirs);
@@ -640,7 +643,7 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 		if (changed) {
 			u->st.files_pushed++;
 			u->st.bytes_pushed += cs.written;
-			pass_wrote(ps, true);
+			pass_wrote(u, ps, true, p);
 		}
 	} else {
 		struct entry *e;
@@ -651,7 +654,7 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 			e->echo_until = now_ms() + ECHO_MS;
 		u->st.files_pulled++;
 		u->st.bytes_pulled += cs.written;
-		pass_wrote(ps, false);
+		pass_wrote(u, ps, false, p);
 	}
 	u->st.bytes_read += cs.read;
 	debug_("%s '%s': %llu bytes read, %llu written (%s)",
@@ -706,7 +709,7 @@ static int copy_link(struct uds *u, const char *p, bool from_s,
 	if (from_s) {
 		base_set(u, p, &s, &d);
 		u->st.files_pushed++;
-		pass_wrote(ps, true);
+		pass_wrote(u, ps, true, p);
 	} else {
 		struct entry *e;
 
@@ -715,7 +718,7 @@ static int copy_link(struct uds *u, const char *p, bool from_s,
 		if (e)
 			e->echo_until = now_ms() + ECHO_MS;
 		u->st.files_pulled++;
-		pass_wrote(ps, false);
+		pass_wrote(u, ps, false, p);
 	}
 	return 0;
 }
@@ -738,12 +741,12 @@ static int copy_dir(struct uds *u, const char *p, bool from_s,
 		if (mkdirat(pfd, name, src->mode & 01777) && errno != EEXIST)
 			err = -errno;
 		else
-			pass_wrote(ps, from_s);
+			pass_wrote(u, ps, from_s, p);
 	} else if (to->mode != (src->mode & 01777)) {
 		if (fchmodat(pfd, name, src->mode & 01777, 0))
 			err = -errno;
 		else
-			pass_wrote(ps, from_s);
+			pass_wrote(u, ps, from_s, p);
 	}
 	close(pfd);
 	if (err)
@@ -778,7 +781,7 @@ static int remove_path(struct uds *u, const char *p, bool local,
 	if (err && err != -ENOENT)
 		return err;
 	base_drop(u, p);
-	pass_wrote(ps, !local);
+	pass_wrote(u, ps, !local, p);
 	info_("removed '%s' from %s", log_path(p),
 	      local ? "SAVINGBOX" : "SYNCFOLDER");
 	return 0;
@@ -897,6 +900,8 @@ static int conflict(struct uds *u, const char *p, struct snap *rs)
 	free(dir);
 	if (!cpath)
 		return -ENOMEM;
+	client_wrote(u->cfg, p);
+	client_wrote(u->cfg, cpath);
 	/* The conflict copy comes back into SAVINGBOX like any new file. */
 	uds_mark_remote(u, cpath);
 	if (rs->type == 'd')
@@ -1218,7 +1223,8 @@ static int replay_renames(struct uds *u, bool local, struct pass *ps)
 		if (!err) {
 			err = replay_rename(u, &v[i], local);
 			if (err > 0) {
-				pass_wrote(ps, local);
+				pass_wrote(u, ps, local, v[i].from);
+				pass_wrote(u, ps, local, v[i].to);
 				err = 0;
 			}
 		}

@@ -213,6 +213,14 @@ char *journal_unescape(const char *s);
 
 /* --- config.c ------------------------------------------------------- */
 
+/* How the cloud client behind SYNCFOLDER batches (client.c). */
+enum uds_client {
+	UDS_CLIENT_GENERIC = 0,	/* syncs every change at once: the paper */
+	UDS_CLIENT_SYNCTHING,
+};
+
+struct client;
+
 struct config {
 	char *savingbox;
 	char *syncfolder;
@@ -223,6 +231,12 @@ struct config {
 	uint64_t failsafe_ms;
 	uint64_t pull_delay_ms;
 	uint64_t rescan_ms;	/* periodic stat rescan; 0 = off */
+	uint64_t lone_ms;	/* a lone change is pushed after this; 0 off */
+	bool timer_set, counter_set, failsafe_set;	/* not the profile's */
+	enum uds_client client;
+	char *syncthing_config;
+	bool syncthing_scan;
+	struct client *cl;	/* the client profile's state */
 	bool no_ranges;
 	bool fsync;
 	bool once;
@@ -245,6 +259,18 @@ int config_set(struct config *c, const char *key, const char *val,
 /* "1.5s", "300ms", "5" (seconds) -> ms; "250K", "1M", "4096" -> bytes. */
 int parse_duration_ms(const char *s, uint64_t *ms);
 int parse_size(const char *s, uint64_t *bytes);
+
+/* --- client.c: client profiles ---------------------------------------- */
+
+/* Read the client's configuration and choose t, c and f (unless set). */
+int client_setup(struct config *cfg);
+/* Give back what setup changed in the client (its watcher), free. */
+void client_close(struct config *cfg);
+void client_free(struct client *cl);
+/* PATH in SYNCFOLDER was written, created, removed or renamed. */
+void client_wrote(struct config *cfg, const char *path);
+/* A push is done: hand the client what it wrote (scan mode). */
+int client_pushed(struct config *cfg);
 
 /* --- sync.c / engine.c ---------------------------------------------- */
 
@@ -278,6 +304,7 @@ struct stats {
 	uint64_t rescans;
 	uint64_t errors;
 	uint64_t reasons[4];	/* pushes by enum track_batch_reason */
+	uint64_t pushes_lone;	/* of pushes_timer: a lone change, early */
 	time_t last_push;
 };
 
@@ -295,6 +322,8 @@ struct uds {
 	struct rename_op *lren, *rren;	/* pending renames, in order */
 	size_t nr_lren, nr_rren;
 	uint64_t rdirty_at;		/* ms of the last remote event */
+	uint64_t last_update;		/* ms of the last local change */
+	uint64_t lone_at;		/* ms: push a lone change then */
 	uint64_t retry_at;		/* ms: no push before (after an error) */
 	uint64_t retry_ms;
 	uint64_t next_rescan;		/* ms */
