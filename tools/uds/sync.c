@@ -489,6 +489,89 @@ static void untear(int df, const struct stat *before, const char *p)
  * its baseline). Pushes into an existing file write in place (ranges or a
  * block delta); everything else goes through a temporary and a rename.
  */
+/*
+ * Fallback mode knows that a file changed, not where: a push compares it
+ * with SYNCFOLDER's copy. For files of SUMS_MIN and more, uds-plus keeps
+ * the hashes of the blocks it pushed (with what SYNCFOLDER's file looked
+ * like right after), so the next push reads SAVINGBOX's copy and, of
+ * SYNCFOLDER's, only the blocks whose hash changed. Kept in memory only
+ * (the first push after a start reads both), up to SUMS_BUDGET in all
+ * (16 bytes per 4 KiB: 64 MiB covers 16 GiB of large files).
+ */
+#define SUMS_MIN	(4u << 20)
+#define SUMS_BUDGET	(64ull << 20)
+
+struct pushed_sums {
+	struct snap d;		/* SYNCFOLDER's file when they were taken */
+	struct blocksums bs;
+};
+
+static void free_sums(void *v)
+{
+	struct pushed_sums *ps = v;
+
+	if (ps)
+		fsx_sums_free(&ps->bs);
+	free(ps);
+}
+
+static void drop_sums(struct uds *u, const char *p)
+{
+	struct pushed_sums *ps = hmap_del(&u->sums, p);
+
+	if (ps) {
+		u->sums_bytes -= ps->bs.n * sizeof(*ps->bs.h);
+		free_sums(ps);
+	}
+}
+
+/* In-place push of a whole file: with the sums when it is large. */
+static int push_whole(struct uds *u, const char *p, int sf, int df,
+		      const struct stat *sst, const struct stat *dst,
+		      struct copy_stats *cs)
+{
+	struct pushed_sums *ps = hmap_get(&u->sums, p);
+	struct snap now;
+	bool valid;
+	int err;
+
+	if ((uint64_t)sst->st_size < SUMS_MIN && !ps)
+		return fsx_delta(sf, df, (uint64_t)sst->st_size, NULL, cs);
+	if (!ps) {
+		if (u->sums_bytes + ((uint64_t)sst->st_size / 4096 + 1) * 16 >
+		    SUMS_BUDGET)
+			return fsx_delta(sf, df, (uint64_t)sst->st_size, NULL,
+					 cs);
+		ps = calloc(1, sizeof(*ps));
+		if (!ps || hmap_put(&u->sums, p, ps, NULL)) {
+			free(ps);
+			return fsx_delta(sf, df, (uint64_t)sst->st_size, NULL,
+					 cs);
+		}
+	}
+	snap_from_stat(&now, dst);
+	/* Valid only for the very file, untouched since (ctime too). */
+	valid = ps->bs.h && now.ino == ps->d.ino && now.size == ps->d.size &&
+		now.mtime_ns == ps->d.mtime_ns && now.ctime_ns == ps->d.ctime_ns;
+	u->sums_bytes -= ps->bs.n * sizeof(*ps->bs.h);
+	err = fsx_delta_sums(sf, df, (uint64_t)sst->st_size, &ps->bs, valid,
+			     cs);
+	u->sums_bytes += ps->bs.n * sizeof(*ps->bs.h);
+	ps->d.ino = 0;		/* set once the push is complete */
+	if (err)
+		drop_sums(u, p);
+	return err;
+}
+
+/* The push of P is complete and SYNCFOLDER's file is D: sums are valid. */
+static void sums_done(struct uds *u, const char *p, const struct snap *d)
+{
+	struct pushed_sums *ps = hmap_get(&u->sums, p);
+
+	if (ps)
+		ps->d = *d;
+}
+
 static int copy_file(struct uds *u, const char *p, bool from_s,
 		     const struct snap *to, enum content how,
 		     const struct extents *ext, struct pass *ps)
@@ -562,8 +645,7 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 					&cs);
 			extents_free(&grow);
 		} else if (how == C_WHOLE) {
-			err = fsx_delta(sf, df, (uint64_t)sst.st_size, NULL,
-					&cs);
+			err = push_whole(u, p, sf, df, &sst, &dst, &cs);
 		} else if (sst.st_size != dst.st_size) {
 			err = ftruncate(df, sst.st_size) ? -errno : 0;
 		}
@@ -639,6 +721,7 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 	}
 	snap_from_stat(&dsnap, &dst);
 	if (from_s) {
+		sums_done(u, p, &dsnap);
 		base_set(u, p, &ssnap, &dsnap);
 		if (changed) {
 			u->st.files_pushed++;
@@ -781,6 +864,8 @@ static int remove_path(struct uds *u, const char *p, bool local,
 	if (err && err != -ENOENT)
 		return err;
 	base_drop(u, p);
+	if (!local)
+		drop_sums(u, p);
 	pass_wrote(u, ps, !local, p);
 	info_("removed '%s' from %s", log_path(p),
 	      local ? "SAVINGBOX" : "SYNCFOLDER");
@@ -1777,6 +1862,7 @@ int uds_open(struct uds *u, struct config *cfg)
 	hmap_init(&u->base);
 	hmap_init(&u->ldirty);
 	hmap_init(&u->rdirty);
+	hmap_init(&u->sums);
 
 	if (open_root("SAVINGBOX", cfg->savingbox, &s, &u->sfd, &u->sdev,
 		      &u->sino) ||
@@ -1867,6 +1953,7 @@ void uds_close(struct uds *u)
 	hmap_clear(&u->base, free_entry);
 	hmap_clear(&u->ldirty, free_ldirty);
 	hmap_clear(&u->rdirty, NULL);
+	hmap_clear(&u->sums, free_sums);
 	for (size_t i = 0; i < u->nr_lren; i++) {
 		free(u->lren[i].from);
 		free(u->lren[i].to);

@@ -149,6 +149,21 @@ int fsx_copy_all(int src, int dst, uint64_t size, struct copy_stats *cs);
  */
 int fsx_delta(int src, int dst, uint64_t size, const struct extents *ext,
 	      struct copy_stats *cs);
+/* Hashes of a file's 4 KiB blocks (fallback mode, large files). */
+struct blocksums {
+	uint64_t n;
+	uint64_t (*h)[2];
+};
+
+void fsx_sums_free(struct blocksums *bs);
+/*
+ * fsx_delta() of the whole file, and SUMS set to the hashes of SRC's
+ * blocks. With VALID (SUMS are the hashes of DST as it is) only SRC is
+ * read, and of DST only the blocks whose hash differs: a push of a small
+ * change to a large file reads the file once, not twice.
+ */
+int fsx_delta_sums(int src, int dst, uint64_t size, struct blocksums *sums,
+		   bool valid, struct copy_stats *cs);
 /* Are the regular files A and B byte for byte equal? 1, 0 or -errno. */
 int fsx_same_content(int a, int b, struct copy_stats *cs);
 
@@ -319,6 +334,8 @@ struct uds {
 	struct hmap base;		/* path -> struct entry */
 	struct hmap ldirty;		/* path -> struct ldirty */
 	struct hmap rdirty;		/* path -> (void *)1 */
+	struct hmap sums;		/* path -> struct pushed_sums */
+	uint64_t sums_bytes;		/* memory they hold */
 	struct rename_op *lren, *rren;	/* pending renames, in order */
 	size_t nr_lren, nr_rren;
 	uint64_t rdirty_at;		/* ms of the last remote event */
