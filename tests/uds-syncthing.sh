@@ -149,6 +149,15 @@ check "conflict: both versions on the far side" both "$B"
 diag "conflict copies: $(cd "$B" && ls | grep -v '\.log$' | tr '\n' ' ')"
 uds_stop || not_ok "uds-plus exits cleanly"
 check "scan mode: Syncthing's watcher is on again after exit" [ "$(watcher)" = true ]
+
+# Killed before it could turn the watcher on again: the next uds-plus on
+# these folders does it at its exit.
+uds_start --syncthing-scan || not_ok "uds-plus --syncthing-scan starts again"
+kill -9 "$UDS_PID"; wait "$UDS_PID" 2>/dev/null; UDS_PID=
+check "after kill -9 the watcher is still off" [ "$(watcher)" = false ]
+uds_start --syncthing-scan || not_ok "uds-plus --syncthing-scan starts after kill -9"
+uds_stop || not_ok "uds-plus exits cleanly"
+check "the next uds-plus turns the watcher on again at exit" [ "$(watcher)" = true ]
 if [ "$_failed" != 0 ]; then
 	diag "uds-plus log (last 30 lines):"
 	tail -n 30 "$TMP/log" | sed 's/^/#   /'

@@ -558,19 +558,53 @@ int client_setup(struct config *cfg)
 		cfg->timer_ms / 1000.0, cfg->failsafe_ms / 1000.0,
 		cl->scan ? "; scanning exactly the pushed paths through "
 		"Syncthing's REST API" : "");
-	if (cl->scan && cl->watcher_was_on) {
-		if (set_watcher(cl, false)) {
-			err_("--syncthing-scan: cannot turn Syncthing's watcher "
-			     "off for folder '%s'; is Syncthing running?",
-			     cl->folder_id);
-			cfg->cl = NULL;
-			client_free(cl);
-			return -1;
-		}
-		notice_("Syncthing's watcher for folder '%s' is off while "
-			"uds-plus runs; it is turned on again at exit",
-			cl->folder_id);
+	return 0;
+}
+
+/*
+ * The marker in the state directory says "we turned the watcher off": a
+ * uds-plus killed before it could turn it on again finds it at the next
+ * start, and turns the watcher on at that one's exit.
+ */
+static char *marker(const struct config *cfg)
+{
+	char *m;
+
+	if (asprintf(&m, "%s/syncthing-watcher-off", cfg->state_dir) < 0)
+		return NULL;
+	return m;
+}
+
+int client_start(struct config *cfg)
+{
+	struct client *cl = cfg->cl;
+	char *m;
+	int fd;
+
+	if (!cl || !cl->scan)
+		return 0;
+	m = marker(cfg);
+	if (m && !cl->watcher_was_on && !access(m, F_OK)) {
+		notice_("Syncthing's watcher for folder '%s' is still off from "
+			"a uds-plus that did not exit cleanly", cl->folder_id);
+		cl->watcher_was_on = true;
 	}
+	if (!cl->watcher_was_on) {
+		free(m);
+		return 0;
+	}
+	/* Marker first: a crash right after the PATCH still finds it. */
+	fd = m ? open(m, O_WRONLY | O_CREAT | O_CLOEXEC, 0600) : -1;
+	if (fd >= 0)
+		close(fd);
+	free(m);
+	if (set_watcher(cl, false)) {
+		err_("--syncthing-scan: cannot turn Syncthing's watcher off for "
+		     "folder '%s'; is Syncthing running?", cl->folder_id);
+		return -1;
+	}
+	notice_("Syncthing's watcher for folder '%s' is off while uds-plus "
+		"runs; it is turned on again at exit", cl->folder_id);
 	return 0;
 }
 
@@ -594,9 +628,15 @@ void client_close(struct config *cfg)
 
 	if (!cl)
 		return;
-	if (cl->scan && cl->watcher_was_on && !set_watcher(cl, true))
+	if (cl->scan && cl->watcher_was_on && !set_watcher(cl, true)) {
+		char *m = marker(cfg);
+
+		if (m)
+			unlink(m);
+		free(m);
 		notice_("Syncthing's watcher for folder '%s' is on again",
 			cl->folder_id);
+	}
 	cfg->cl = NULL;
 	client_free(cl);
 }

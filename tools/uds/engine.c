@@ -564,6 +564,11 @@ int uds_start(struct uds *u, struct config *cfg)
 		client_close(cfg);
 		return -1;
 	}
+	if (client_start(cfg)) {
+		uds_close(u);
+		client_close(cfg);
+		return -1;
+	}
 	notice_("syncing SAVINGBOX %s -> SYNCFOLDER %s; mode %s; timer %.3g s, "
 		"counter %" PRIu64 " bytes, fail-safe %.3g s; state in %s",
 		cfg->savingbox, cfg->syncfolder,

@@ -279,7 +279,9 @@ int parse_size(const char *s, uint64_t *bytes);
 
 /* Read the client's configuration and choose t, c and f (unless set). */
 int client_setup(struct config *cfg);
-/* Give back what setup changed in the client (its watcher), free. */
+/* Once the state directory is known: turn the client's watcher off. */
+int client_start(struct config *cfg);
+/* Give back what start changed in the client (its watcher), free. */
 void client_close(struct config *cfg);
 void client_free(struct client *cl);
 /* PATH in SYNCFOLDER was written, created, removed or renamed. */
