@@ -4,6 +4,7 @@
 #
 #   host  bench/dsync-host.sh   dsync vs rsync vs block checksums vs copy
 #   host  bench/uds-cpu.sh      the UDS paper's CPU benchmark (fallback mode)
+#   host  bench/uds-syncthing.sh  uds-plus vs Syncthing alone, real pace
 #   VM    boots named bench*    dm-track write path vs dm-linear, inotify
 #                               ranges on vs off, uds-plus ranges vs fallback
 #
@@ -52,6 +53,8 @@ section "dsync against rsync, block checksums and a full copy (host files)" \
 	"bench/dsync-host.sh" "$top/bench/dsync-host.sh"
 section "uds-plus: the paper's CPU benchmark, fallback mode (host)" \
 	"bench/uds-cpu.sh" "$top/bench/uds-cpu.sh"
+section "uds-plus in front of a real Syncthing, against Syncthing alone (host)" \
+	"bench/uds-syncthing.sh" "$top/bench/uds-syncthing.sh"
 section "In the VM: dm-track write path, inotify ranges, uds-plus ranges mode" \
 	"scripts/vm-run.sh --bench" "$top/scripts/vm-run.sh" --bench \
 	--out "$top/build/bench-vm"
