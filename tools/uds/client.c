@@ -551,11 +551,19 @@ int client_setup(struct config *cfg)
 		cfg->failsafe_ms = f;
 	if (!cfg->counter_set)
 		cfg->counter_bytes = UINT64_MAX;
+	/*
+	 * Syncthing alone never delivers a change sooner than d/2 after it:
+	 * waiting that long for a lone change costs nothing against it, and
+	 * a change that follows within d/2 is batched as Syncthing would.
+	 */
+	if (!cfg->lone_set && (uint64_t)(cl->delay_s * 500) > cfg->lone_ms)
+		cfg->lone_ms = (uint64_t)(cl->delay_s * 500);
 	notice_("client syncthing: folder '%s', watcher delay %g s%s; "
-		"pushing after %g s of quiet, at the latest %g s after the "
-		"first change%s", cl->folder_id, cl->delay_s,
-		cl->watcher_was_on ? "" : " (watcher off)",
-		cfg->timer_ms / 1000.0, cfg->failsafe_ms / 1000.0,
+		"pushing after %g s of quiet (a lone change after %g s), at "
+		"the latest %g s after the first change%s", cl->folder_id,
+		cl->delay_s, cl->watcher_was_on ? "" : " (watcher off)",
+		cfg->timer_ms / 1000.0, cfg->lone_ms / 1000.0,
+		cfg->failsafe_ms / 1000.0,
 		cl->scan ? "; scanning exactly the pushed paths through "
 		"Syncthing's REST API" : "");
 	return 0;

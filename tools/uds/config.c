@@ -257,7 +257,7 @@ int config_set(struct config *c, const char *key, const char *val,
 		err = parse_duration_ms(val, &c->failsafe_ms),
 		c->failsafe_set = true;
 	else if (!strcmp(key, "lone-delay"))
-		err = parse_duration_ms(val, &c->lone_ms);
+		err = parse_duration_ms(val, &c->lone_ms), c->lone_set = true;
 	else if (!strcmp(key, "client")) {
 		if (!strcmp(val, "generic") || !strcmp(val, "dropbox") ||
 		    !strcmp(val, "nextcloud"))

@@ -247,7 +247,7 @@ struct config {
 	uint64_t pull_delay_ms;
 	uint64_t rescan_ms;	/* periodic stat rescan; 0 = off */
 	uint64_t lone_ms;	/* a lone change is pushed after this; 0 off */
-	bool timer_set, counter_set, failsafe_set;	/* not the profile's */
+	bool timer_set, counter_set, failsafe_set, lone_set;	/* by the user */
 	enum uds_client client;
 	char *syncthing_config;
 	bool syncthing_scan;
