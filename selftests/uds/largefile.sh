@@ -41,7 +41,8 @@ else
 fi
 check "the folders are equal byte for byte" trees_equal
 # The sums follow the file when it shrinks and grows.
-truncate -s $((size - 5000)) "$S/disk.img"
+# (dd with a seek and no input cuts the file there, in any shell)
+dd if=/dev/null of="$S/disk.img" bs=1 seek=$((size - 5000)) 2>/dev/null
 uds_wait_synced 60 && ok "cut short: the folders are equal" ||
 	not_ok "cut short: the folders are equal"
 head -c 10000 /dev/urandom >>"$S/disk.img"
