@@ -94,18 +94,23 @@ worker() {
 			read0=$(sed -n 's/^bytes_read=//p' "$ST_W/status")
 			push0=$(sed -n 's/^pushes=//p' "$ST_W/status")
 		fi
+		# Each loop waits before a write, not after: the last thing it
+		# does is the last write, which the delay is measured from.
 		case $row in
-		0) for i in $(seq 1 10); do printf x >>"$dir/$name"; sleep 0.1; done ;;
-		1) for i in $(seq 1 100); do printf x >>"$dir/$name"
-			r=$((RANDOM % 1001 + 500))
-			sleep "$((r / 1000)).$(printf %03d $((r % 1000)))"; done ;;
-		2) for i in $(seq 1 1000); do head -c 1024 /dev/urandom >>"$dir/$name"
-			sleep 0.1; done ;;
-		3) for i in $(seq 1 100); do printf x >>"$dir/$name"; sleep 1; done ;;
-		4) for i in $(seq 1 300); do printf x >>"$dir/$name"; sleep 0.2; done ;;
-		5) for i in $(seq 1 20); do
+		0) for i in $(seq 1 10); do [ $i = 1 ] || sleep 0.1
+			printf x >>"$dir/$name"; done ;;
+		1) for i in $(seq 1 100); do r=$((RANDOM % 1001 + 500))
+			[ $i = 1 ] || sleep "$((r / 1000)).$(printf %03d $((r % 1000)))"
+			printf x >>"$dir/$name"; done ;;
+		2) for i in $(seq 1 1000); do [ $i = 1 ] || sleep 0.1
+			head -c 1024 /dev/urandom >>"$dir/$name"; done ;;
+		3) for i in $(seq 1 100); do [ $i = 1 ] || sleep 1
+			printf x >>"$dir/$name"; done ;;
+		4) for i in $(seq 1 300); do [ $i = 1 ] || sleep 0.2
+			printf x >>"$dir/$name"; done ;;
+		5) for i in $(seq 1 20); do [ $i = 1 ] || sleep 1
 			dd if=/dev/urandom of="$dir/$name" bs=4096 count=1 conv=notrunc \
-				seek=$((RANDOM * 2)) status=none; sleep 1; done ;;
+				seek=$((RANDOM * 2)) status=none; done ;;
 		esac
 		t_last=$(ms)
 		st_wait_same "$dir/$name" "$B/$name" 300 >/dev/null
