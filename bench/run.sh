@@ -5,6 +5,7 @@
 #   host  bench/dsync-host.sh   dsync vs rsync vs block checksums vs copy
 #   host  bench/uds-cpu.sh      the UDS paper's CPU benchmark (fallback mode)
 #   host  bench/rehash.sh       block-list re-hash per write, ranges vs whole
+#   host  bench/uds-syncthing.sh  uds-plus vs Syncthing alone, real pace
 #   VM    boots named bench*    dm-track write path vs dm-linear, inotify
 #                               ranges on vs off, uds-plus ranges vs fallback
 #
@@ -55,6 +56,8 @@ section "uds-plus: the paper's CPU benchmark, fallback mode (host)" \
 	"bench/uds-cpu.sh" "$top/bench/uds-cpu.sh"
 section "A block-list client: re-hash cost per 4 KiB write, ranges vs whole file (host)" \
 	"bench/rehash.sh" "$top/bench/rehash.sh"
+section "uds-plus in front of a real Syncthing, against Syncthing alone (host)" \
+	"bench/uds-syncthing.sh" "$top/bench/uds-syncthing.sh"
 section "In the VM: dm-track write path, inotify ranges, uds-plus ranges mode" \
 	"scripts/vm-run.sh --bench" "$top/scripts/vm-run.sh" --bench \
 	--out "$top/build/bench-vm"

@@ -21,7 +21,7 @@ fi
 [ $# -gt 0 ] || set -- all
 
 BUILD="build-essential pkg-config zlib1g-dev libmnl-dev libdevmapper-dev"
-TEST="libcmocka-dev python3 e2fsprogs util-linux"
+TEST="libcmocka-dev python3 e2fsprogs util-linux syncthing curl"
 VM="dmsetup xfsprogs kmod qemu-system-x86 busybox-static cpio
 	linux-source-6.12 xz-utils flex bison bc libelf-dev libssl-dev dwarves
 	ccache rsync fio liburing-dev"

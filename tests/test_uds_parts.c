@@ -355,6 +355,91 @@ static void delta_writes_only_what_differs(void **state)
 	free(b);
 }
 
+/*
+ * Fallback mode's block hashes: whatever changes between pushes (bytes
+ * across the 1 MiB read chunks, the partial last block, shrinking,
+ * growing, nothing), the target ends equal to the source, and with valid
+ * hashes the target is read only where a block changed.
+ */
+static void block_sums_never_miss_a_change(void **state)
+{
+	struct tree *t = *state;
+	struct blocksums bs = { 0 };
+	size_t cap = (3 << 20) + 8192, size = (3 << 20) + 123;
+	unsigned char *a = malloc(cap);
+	unsigned int seed = 42;
+	int fa, fb;
+
+	for (size_t i = 0; i < cap; i++)
+		a[i] = (unsigned char)rand_r(&seed);
+	fa = openat(t->fd, "sa", O_RDWR | O_CREAT, 0644);
+	fb = openat(t->fd, "sb", O_RDWR | O_CREAT, 0644);
+	assert_int_equal(write(fa, a, size), (ssize_t)size);
+	for (int round = 0; round < 300; round++) {
+		struct copy_stats cs = { 0 };
+		size_t changed = 0;
+		int what = rand_r(&seed) % 8;
+
+		if (round == 0) {
+			/* First push: nothing known, both read. */
+		} else if (what == 0 && size > 10000) {
+			size -= (size_t)rand_r(&seed) % 5000;
+			assert_int_equal(ftruncate(fa, (off_t)size), 0);
+			changed = 4096;
+		} else if (what == 1 && size + 5000 < cap) {
+			size_t old = size;
+
+			size += (size_t)rand_r(&seed) % 5000;
+			assert_int_equal(pwrite(fa, a + old, size - old,
+						(off_t)old),
+					 (ssize_t)(size - old));
+			changed = size - old + 8192;
+		} else if (what == 2) {
+			/* Nothing changed. */
+		} else {
+			int n = 1 + rand_r(&seed) % 3;
+
+			for (int k = 0; k < n; k++) {
+				size_t off = (size_t)rand_r(&seed) % size;
+
+				if (k == 0 && what == 3)
+					off = (1 << 20) - 1;	/* a chunk edge */
+				if (off >= size)
+					off = size - 1;
+				a[off] ^= (unsigned char)(1 + rand_r(&seed) % 255);
+				assert_int_equal(pwrite(fa, a + off, 1,
+							(off_t)off), 1);
+				changed += 2 * 4096;
+			}
+		}
+		assert_int_equal(fsx_delta_sums(fa, fb, size, &bs, round > 0,
+						&cs), 0);
+		assert_int_equal(fsx_same_content(fa, fb, &(struct copy_stats){ 0 }),
+				 1);
+		assert_int_equal(bs.n, (size + 4095) / 4096);
+		if (round > 0)
+			assert_true(cs.read <= size + changed);
+		else
+			assert_int_equal(cs.read, size);	/* target empty */
+	}
+	/* Hashes that do not describe the target: read both, still equal. */
+	assert_int_equal(pwrite(fb, "zz", 2, 12345), 2);
+	{
+		struct copy_stats cs = { 0 };
+
+		assert_int_equal(fsx_delta_sums(fa, fb, size, &bs, false, &cs),
+				 0);
+		assert_int_equal(cs.read, 2 * size);
+		assert_int_equal(fsx_same_content(fa, fb,
+						  &(struct copy_stats){ 0 }),
+				 1);
+	}
+	fsx_sums_free(&bs);
+	close(fa);
+	close(fb);
+	free(a);
+}
+
 static void new_files_appear_complete(void **state)
 {
 	struct tree *t = *state;
@@ -405,6 +490,7 @@ int main(void)
 		T(symlinks_never_lead_out_of_the_root),
 		T(very_long_paths_work),
 		T(delta_writes_only_what_differs),
+		T(block_sums_never_miss_a_change),
 		T(new_files_appear_complete),
 #undef T
 		cmocka_unit_test(temp_names_are_recognised_exactly),

@@ -14,6 +14,7 @@ echo "stay" >"$S/other.txt"
 uds_start || { not_ok "uds-plus starts"; done_testing; }
 check_mode
 uds_wait_synced || not_ok "the first sync"
+pushes0=$(uds_status pushes)
 
 # Local edits wait for the timer (t = 3 s)...
 echo "local edit" >"$S/report.txt"
@@ -34,5 +35,10 @@ check "a file deleted here but changed there is kept, changed" \
 	grep -q "remote change" "$S/victim.txt"
 check "the other file is untouched" grep -qx stay "$S/other.txt"
 check "one conflict counted" [ "$(uds_status conflicts)" = 1 ]
+# Settling the conflict wrote SAVINGBOX's version into SYNCFOLDER and
+# moved the other aside there: the client syncs that, so it is a push.
+pushes1=$(uds_status pushes)
+check_between "the conflict's writes into SYNCFOLDER count as pushes" \
+	$((pushes1 - pushes0)) 1 2
 check "uds-plus exits cleanly on SIGTERM" uds_stop
 done_testing

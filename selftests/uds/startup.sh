@@ -42,5 +42,16 @@ check "nothing was deleted" [ -f "$S/photos/2024/a.jpg" ] &&
 check "equal files are not a conflict" [ "$(uds_status conflicts)" = 1 ]
 check "a differing file keeps both" grep -qx mine "$D/clash.txt" &&
 	grep -qx theirs "$S/clash (testbox's conflicted copy "*").txt"
+
+# One uds-plus per folder, whatever its state directory: a second one on
+# the same pair (or the same SYNCFOLDER) would read the first one's writes
+# as a collaborator's and merge them back and forth.
+mkdir -p "$W/state2" "$W/state3" "$W/other"
+"$UDS_BIN" --state-dir "$W/state2" --once "$S" "$D" 2>"$W/second.log"
+check "a second uds-plus on the same folders refuses (exit 1)" [ $? = 1 ]
+check "and says why" grep -q "another uds-plus already syncs" "$W/second.log"
+"$UDS_BIN" --state-dir "$W/state3" --once "$W/other" "$D" 2>"$W/third.log"
+check "a second uds-plus into the same SYNCFOLDER refuses (exit 1)" [ $? = 1 ]
+check "the second one changed nothing" [ ! -e "$W/other/same.txt" ]
 check "uds-plus exits cleanly on SIGTERM" uds_stop
 done_testing

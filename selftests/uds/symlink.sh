@@ -52,6 +52,27 @@ check "the local edit below it reached SYNCFOLDER" \
 	grep -q "local edit" "$D/shared/doc"
 check "nothing outside the two folders changed" [ "$(snapshot)" = "$before" ]
 check "work/ is now a link in SYNCFOLDER too" [ -L "$D/work" ]
+
+# A collaborator replaces a directory nobody touched here with a link to
+# the outside. Taken as it is, SAVINGBOX/pics/... would lead outside for
+# every program that follows links: the directory stays, the link is kept
+# beside it as a conflict copy.
+mkdir -p "$S/pics"
+echo p >"$S/pics/a.jpg"
+uds_wait_synced || not_ok "pics/ is synced"
+rm -r "$D/pics"
+ln -s "$W/outside2" "$D/pics"
+sleep 1
+if uds_wait_synced; then ok "after the remote swap: the trees are equal"; else
+	not_ok "after the remote swap: the trees are equal"; fi
+check "pics/ is still a directory in SAVINGBOX" [ -d "$S/pics" ] &&
+	[ ! -L "$S/pics" ]
+check "with its file" grep -qx p "$S/pics/a.jpg"
+check "and a directory again in SYNCFOLDER" [ -d "$D/pics" ] &&
+	[ ! -L "$D/pics" ] && grep -qx p "$D/pics/a.jpg"
+check "the link is kept as a conflict copy" \
+	[ -L "$S/$(ls "$S" | grep "^pics (testbox's conflicted copy")" ]
+check "nothing outside the two folders changed" [ "$(snapshot)" = "$before" ]
 check "uds-plus is still running" kill -0 "$UDS_PID"
 check "uds-plus exits cleanly on SIGTERM" uds_stop
 done_testing

@@ -27,6 +27,17 @@ static const char usage[] =
 "  -c, --counter SIZE      compressed size of pending changes (default 250KB)\n"
 "  -f, --failsafe TIME     longest wait after the first pending change\n"
 "                          (default 30s)\n"
+"      --lone-delay TIME   push a change that follows t of quiet after this\n"
+"                          much more quiet, not after t (default 500ms,\n"
+"                          0 off)\n"
+"Client profiles:\n"
+"      --client NAME       generic (default: Dropbox, Nextcloud; the paper's\n"
+"                          policy) or syncthing (t, c, f from its folder's\n"
+"                          watcher delay, so it never syncs more)\n"
+"      --syncthing-config FILE  Syncthing's config.xml (default: its own\n"
+"                          places)\n"
+"      --syncthing-scan    turn Syncthing's watcher off for the folder and\n"
+"                          ask it to scan exactly the pushed paths\n"
 "Other:\n"
 "      --pull-delay TIME   quiet time in SYNCFOLDER before its changes are\n"
 "                          copied back (default 1s)\n"
@@ -67,7 +78,8 @@ enum {
 	OPT_PULL_DELAY = 256, OPT_RESCAN, OPT_NO_RANGES, OPT_NO_FSYNC,
 	OPT_ONCE, OPT_IGNORE, OPT_NO_DEFAULT_IGNORES, OPT_HOSTNAME,
 	OPT_STATE_DIR, OPT_STATUS_FILE, OPT_STATS, OPT_CONFIG, OPT_LOG,
-	OPT_LOG_LEVEL, OPT_VERSION,
+	OPT_LOG_LEVEL, OPT_VERSION, OPT_LONE_DELAY, OPT_CLIENT,
+	OPT_SYNCTHING_CONFIG, OPT_SYNCTHING_SCAN,
 };
 
 static const struct option longopts[] = {
@@ -75,6 +87,10 @@ static const struct option longopts[] = {
 	{ "counter", required_argument, NULL, 'c' },
 	{ "failsafe", required_argument, NULL, 'f' },
 	{ "pull-delay", required_argument, NULL, OPT_PULL_DELAY },
+	{ "lone-delay", required_argument, NULL, OPT_LONE_DELAY },
+	{ "client", required_argument, NULL, OPT_CLIENT },
+	{ "syncthing-config", required_argument, NULL, OPT_SYNCTHING_CONFIG },
+	{ "syncthing-scan", no_argument, NULL, OPT_SYNCTHING_SCAN },
 	{ "rescan", required_argument, NULL, OPT_RESCAN },
 	{ "no-ranges", no_argument, NULL, OPT_NO_RANGES },
 	{ "no-fsync", no_argument, NULL, OPT_NO_FSYNC },
@@ -103,6 +119,7 @@ void config_defaults(struct config *c)
 	c->failsafe_ms = TRACK_BATCH_DEFAULT_FAILSAFE_MS;
 	c->pull_delay_ms = 1000;
 	c->rescan_ms = 3600 * 1000;
+	c->lone_ms = 500;
 	c->fsync = true;
 	c->default_ignores = true;
 	c->log_level = LOG_INFO_;
@@ -118,6 +135,7 @@ void config_free(struct config *c)
 		free(c->ignore[i]);
 	free(c->ignore);
 	free(c->hostname);
+	free(c->syncthing_config);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -232,11 +250,26 @@ int config_set(struct config *c, const char *key, const char *val,
 	int err = 0;
 
 	if (!strcmp(key, "timer"))
-		err = parse_duration_ms(val, &c->timer_ms);
+		err = parse_duration_ms(val, &c->timer_ms), c->timer_set = true;
 	else if (!strcmp(key, "counter"))
-		err = parse_size(val, &c->counter_bytes);
+		err = parse_size(val, &c->counter_bytes), c->counter_set = true;
 	else if (!strcmp(key, "failsafe") || !strcmp(key, "fail-safe"))
-		err = parse_duration_ms(val, &c->failsafe_ms);
+		err = parse_duration_ms(val, &c->failsafe_ms),
+		c->failsafe_set = true;
+	else if (!strcmp(key, "lone-delay"))
+		err = parse_duration_ms(val, &c->lone_ms), c->lone_set = true;
+	else if (!strcmp(key, "client")) {
+		if (!strcmp(val, "generic") || !strcmp(val, "dropbox") ||
+		    !strcmp(val, "nextcloud"))
+			c->client = UDS_CLIENT_GENERIC;
+		else if (!strcmp(val, "syncthing"))
+			c->client = UDS_CLIENT_SYNCTHING;
+		else
+			err = -EINVAL;
+	} else if (!strcmp(key, "syncthing-config"))
+		err = set_str(&c->syncthing_config, val);
+	else if (!strcmp(key, "syncthing-scan"))
+		err = parse_bool(val, &c->syncthing_scan);
 	else if (!strcmp(key, "pull-delay"))
 		err = parse_duration_ms(val, &c->pull_delay_ms);
 	else if (!strcmp(key, "rescan"))
@@ -380,6 +413,18 @@ int config_parse(struct config *c, int argc, char **argv)
 		case OPT_PULL_DELAY:
 			key = "pull-delay";
 			break;
+		case OPT_LONE_DELAY:
+			key = "lone-delay";
+			break;
+		case OPT_CLIENT:
+			key = "client";
+			break;
+		case OPT_SYNCTHING_CONFIG:
+			key = "syncthing-config";
+			break;
+		case OPT_SYNCTHING_SCAN:
+			c->syncthing_scan = true;
+			break;
 		case OPT_RESCAN:
 			key = "rescan";
 			break;
@@ -447,6 +492,11 @@ int config_parse(struct config *c, int argc, char **argv)
 		fprintf(stderr, "uds-plus: expected SAVINGBOX and SYNCFOLDER, "
 			"got %d argument%s (see --help)\n", argc - i,
 			argc - i == 1 ? "" : "s");
+		return 2;
+	}
+	if (c->syncthing_scan && c->client != UDS_CLIENT_SYNCTHING) {
+		fprintf(stderr, "uds-plus: --syncthing-scan needs --client "
+			"syncthing (or 'client = syncthing')\n");
 		return 2;
 	}
 	if (!c->savingbox || !c->syncfolder) {

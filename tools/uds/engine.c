@@ -118,6 +118,39 @@ static bool own_echo(struct uds *u, const char *path)
 	return true;
 }
 
+/*
+ * No added delay when there is nothing to batch. A change that comes
+ * after at least t of quiet starts a new batch; if nothing else happens
+ * in the next --lone-delay (g), it is pushed then instead of after t.
+ * The events one save makes (create, writes, close, rename) come within
+ * milliseconds and count as that one change; another event in the second
+ * half of g means the writer goes on: a burst, batched as always.
+ *
+ * The cost: a lone change followed by another within t (but after g) is
+ * two pushes where the timer would have made one; at most one extra push
+ * per t of quiet, which the workloads that need batching (appends, a
+ * download, typing: changes closer together than g) never pay.
+ */
+static void note_update(struct uds *u)
+{
+	uint64_t now = now_ms(), g = u->cfg->lone_ms;
+	struct track_batch_state bs;
+
+	if (g > u->cfg->timer_ms)
+		g = u->cfg->timer_ms;
+	track_batch_pending(u->batch, &bs);
+	if (!g) {
+		u->lone_at = 0;
+	} else if (u->lone_at) {
+		if (now + g / 2 > u->lone_at)
+			u->lone_at = 0;		/* a burst */
+	} else if (bs.updates <= 1 && u->last_update &&
+		   now >= u->last_update + u->cfg->timer_ms) {
+		u->lone_at = now + g;
+	}
+	u->last_update = now;
+}
+
 static void local_event(struct uds *u, const struct track_event *ev)
 {
 	const char *p = ev->path;
@@ -152,6 +185,7 @@ static void local_event(struct uds *u, const struct track_event *ev)
 		}
 		u->st.updates++;
 		track_batch_update(u->batch, 0);
+		note_update(u);
 		return;
 	default:
 		break;
@@ -216,6 +250,7 @@ static void local_event(struct uds *u, const struct track_event *ev)
 		return;
 	}
 	u->st.updates++;
+	note_update(u);
 }
 
 static void remote_event(struct uds *u, const struct track_event *ev)
@@ -311,6 +346,7 @@ void uds_write_status(struct uds *u, int fd)
 		"\npushes_failsafe=%" PRIu64 "\npushes_other=%" PRIu64 "\n",
 		s->reasons[TRACK_BATCH_TIMER], s->reasons[TRACK_BATCH_COUNTER],
 		s->reasons[TRACK_BATCH_FAILSAFE], s->reasons[TRACK_BATCH_NONE]);
+	fprintf(f, "pushes_lone=%" PRIu64 "\n", s->pushes_lone);
 	fprintf(f, "push_cycles=%" PRIu64 "\n", s->push_cycles);
 	fprintf(f, "updates=%" PRIu64 "\n", s->updates);
 	fprintf(f, "files_pushed=%" PRIu64 "\n", s->files_pushed);
@@ -389,7 +425,9 @@ static void do_push(struct uds *u, enum track_batch_reason why)
 
 	if (u->broken)
 		return;
+	u->lone_at = 0;
 	err = uds_push(u, why);
+	client_pushed(u->cfg);
 	if (!err) {
 		track_batch_pushed(u->batch);
 		u->retry_ms = 0;
@@ -413,6 +451,7 @@ static void do_pull(struct uds *u)
 	if (uds_pull(u))
 		notice_("bringing back changes from SYNCFOLDER failed; trying "
 			"again with the next change");
+	client_pushed(u->cfg);	/* conflicts settled write SYNCFOLDER */
 	ensure_push_pending(u);
 }
 
@@ -448,6 +487,8 @@ static int wait_ms(struct uds *u)
 	if (u->next_rescan)
 		CONSIDER(u->next_rescan > now ? (int64_t)(u->next_rescan - now) :
 			 0);
+	if (u->lone_at)
+		CONSIDER(u->lone_at > now ? (int64_t)(u->lone_at - now) : 0);
 	if (u->broken)
 		CONSIDER(2000);
 #undef CONSIDER
@@ -484,8 +525,15 @@ static void tick(struct uds *u)
 	if (now >= u->retry_at) {
 		enum track_batch_reason why = track_batch_due(u->batch);
 
-		if (why != TRACK_BATCH_NONE)
+		if (why == TRACK_BATCH_NONE && u->lone_at && now >= u->lone_at) {
+			uint64_t pushes = u->st.pushes;
+
+			do_push(u, TRACK_BATCH_TIMER);
+			if (u->st.pushes != pushes)
+				u->st.pushes_lone++;
+		} else if (why != TRACK_BATCH_NONE) {
 			do_push(u, why);
+		}
 	}
 	if (u->next_rescan && now >= u->next_rescan) {
 		u->need_rescan_s = u->need_rescan_d = true;
@@ -510,8 +558,17 @@ static void flush(struct uds *u)
 
 int uds_start(struct uds *u, struct config *cfg)
 {
-	if (uds_open(u, cfg))
+	if (client_setup(cfg))
 		return -1;
+	if (uds_open(u, cfg)) {
+		client_close(cfg);
+		return -1;
+	}
+	if (client_start(cfg)) {
+		uds_close(u);
+		client_close(cfg);
+		return -1;
+	}
 	notice_("syncing SAVINGBOX %s -> SYNCFOLDER %s; mode %s; timer %.3g s, "
 		"counter %" PRIu64 " bytes, fail-safe %.3g s; state in %s",
 		cfg->savingbox, cfg->syncfolder,
@@ -528,6 +585,7 @@ int uds_start(struct uds *u, struct config *cfg)
 			do_push(u, TRACK_BATCH_NONE);
 	}
 	u->startup = false;
+	u->last_update = now_ms();
 	if (cfg->rescan_ms)
 		u->next_rescan = now_ms() + cfg->rescan_ms;
 	status_file(u);
@@ -555,6 +613,8 @@ int uds_step(struct uds *u, int extra_fd, int max_ms)
 
 int uds_finish(struct uds *u)
 {
+	struct config *cfg;
+
 	if (!u->cfg->once)
 		flush(u);
 	if (u->ldirty.len && !u->broken)
@@ -567,7 +627,9 @@ int uds_finish(struct uds *u)
 		uds_write_status(u, STDOUT_FILENO);
 	}
 	est_forget(NULL);
+	cfg = u->cfg;
 	uds_close(u);
+	client_close(cfg);
 	return 0;
 }
 

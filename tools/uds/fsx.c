@@ -464,6 +464,183 @@ static int delta_range(int src, int dst, uint64_t start, uint64_t end,
 	return 0;
 }
 
+/*
+ * A 128-bit hash of one block (MurmurHash3 x64-128's mixing, the tail
+ * zero-padded, the length folded in). Not cryptographic: it tells uds-plus
+ * whether a block of SAVINGBOX still equals what it wrote into SYNCFOLDER,
+ * and only uds-plus writes the one and the user the other; a collaborator's
+ * write into SYNCFOLDER changes the file's ctime, which throws the sums
+ * away before they are used.
+ */
+static inline uint64_t rotl64(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static inline uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return k;
+}
+
+static void block_hash(const unsigned char *p, size_t len, uint64_t out[2])
+{
+	const uint64_t c1 = 0x87c37b91114253d5ULL, c2 = 0x4cf5ad432745937fULL;
+	uint64_t h1 = 0x9e3779b97f4a7c15ULL, h2 = 0x6a09e667f3bcc909ULL;
+	size_t i;
+
+	for (i = 0; i < len; i += 16) {
+		uint64_t k[2] = { 0, 0 };
+
+		memcpy(k, p + i, len - i < 16 ? len - i : 16);
+		k[0] *= c1;
+		k[0] = rotl64(k[0], 31);
+		k[0] *= c2;
+		h1 ^= k[0];
+		h1 = rotl64(h1, 27);
+		h1 += h2;
+		h1 = h1 * 5 + 0x52dce729;
+		k[1] *= c2;
+		k[1] = rotl64(k[1], 33);
+		k[1] *= c1;
+		h2 ^= k[1];
+		h2 = rotl64(h2, 31);
+		h2 += h1;
+		h2 = h2 * 5 + 0x38495ab5;
+	}
+	h1 ^= len;
+	h2 ^= len;
+	h1 += h2;
+	h2 += h1;
+	h1 = fmix64(h1);
+	h2 = fmix64(h2);
+	h1 += h2;
+	h2 += h1;
+	out[0] = h1;
+	out[1] = h2;
+}
+
+/* Write a run of differing blocks; read the target's copy of it first. */
+static int sums_run(int dst, uint64_t off, size_t run, size_t len, size_t nd,
+		    bool read_dst, struct copy_stats *cs)
+{
+	if (read_dst && run < nd) {
+		size_t e = run + len < nd ? run + len : nd;
+		ssize_t n = pread_full(dst, buf_b + run, e - run, off + run);
+
+		if (n < 0)
+			return (int)n;
+		cs->read += (uint64_t)n;
+		if ((size_t)n < e - run)
+			nd = run + (size_t)n;
+	}
+	return write_run(dst, off, run, len, nd, cs);
+}
+
+void fsx_sums_free(struct blocksums *bs)
+{
+	free(bs->h);
+	bs->h = NULL;
+	bs->n = 0;
+}
+
+int fsx_delta_sums(int src, int dst, uint64_t size, struct blocksums *sums,
+		   bool valid, struct copy_stats *cs)
+{
+	uint64_t nblocks = (size + BLOCK - 1) / BLOCK, off = 0, b = 0;
+	uint64_t (*h)[2];
+	struct stat st;
+	int err = buffers();
+
+	if (err)
+		return err;
+	if (fstat(dst, &st))
+		return -errno;
+	h = malloc((nblocks ? nblocks : 1) * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	while (off < size) {
+		size_t want = size - off < CHUNK ? (size_t)(size - off) : CHUNK;
+		ssize_t ns = pread_full(src, buf_a, want, off), nd;
+		size_t i, run = 0, run_len = 0;
+
+		if (ns < 0) {
+			err = (int)ns;
+			goto fail;
+		}
+		if (ns == 0)
+			break;	/* the source shrank meanwhile */
+		cs->read += (uint64_t)ns;
+		/* How much of this chunk the target has. */
+		nd = (uint64_t)st.st_size > off ?
+		     (ssize_t)((uint64_t)st.st_size - off < (uint64_t)ns ?
+			       (uint64_t)st.st_size - off : (uint64_t)ns) : 0;
+		if (!valid) {
+			nd = pread_full(dst, buf_b, (size_t)ns, off);
+			if (nd < 0) {
+				err = (int)nd;
+				goto fail;
+			}
+			cs->read += (uint64_t)nd;
+		}
+		for (i = 0; i < (size_t)ns; i += BLOCK, b++) {
+			size_t bl = (size_t)ns - i < BLOCK ? (size_t)ns - i :
+				    BLOCK;
+			bool same;
+
+			block_hash(buf_a + i, bl, h[b]);
+			if (!valid)
+				same = i + bl <= (size_t)nd &&
+				       !memcmp(buf_a + i, buf_b + i, bl);
+			else
+				same = b < sums->n &&
+				       !memcmp(h[b], sums->h[b], sizeof(h[b]));
+			if (!same) {
+				if (!run_len)
+					run = i;
+				run_len += bl;
+				continue;
+			}
+			if (run_len) {
+				err = sums_run(dst, off, run, run_len,
+					       (size_t)nd, valid, cs);
+				if (err)
+					goto fail;
+				run_len = 0;
+			}
+		}
+		if (run_len) {
+			err = sums_run(dst, off, run, run_len, (size_t)nd,
+				       valid, cs);
+			if (err)
+				goto fail;
+		}
+		off += (uint64_t)ns;
+		if ((size_t)ns < want)
+			break;
+	}
+	if (off < size) {	/* shrank: hashes of what is there */
+		nblocks = b;
+		size = off;
+	}
+	if ((uint64_t)st.st_size != size && ftruncate(dst, (off_t)size)) {
+		err = -errno;
+		goto fail;
+	}
+	fsx_sums_free(sums);
+	sums->h = h;
+	sums->n = nblocks;
+	return 0;
+fail:
+	free(h);
+	fsx_sums_free(sums);
+	return err;
+}
+
 int fsx_delta(int src, int dst, uint64_t size, const struct track_extents *ext,
 	      struct copy_stats *cs)
 {

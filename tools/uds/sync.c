@@ -377,8 +377,22 @@ static int remove_tree(struct uds *u, bool local, const char *p)
 struct pass {
 	char **dirs;		/* directories to remove at the end */
 	size_t nr_dirs;
-	bool wrote;		/* something changed in the target */
+	bool wrote;		/* something changed in either folder */
+	bool wrote_d;		/* ... in SYNCFOLDER: the client sees a sync */
+	bool wrote_s;		/* ... in SAVINGBOX */
 };
+
+static void pass_wrote(struct uds *u, struct pass *ps, bool into_d,
+		       const char *p)
+{
+	ps->wrote = true;
+	if (into_d) {
+		ps->wrote_d = true;
+		client_wrote(u->cfg, p);
+	} else {
+		ps->wrote_s = true;
+	}
+}
 
 static void defer_dir(struct pass *ps, const char *p)
 {
@@ -410,19 +424,21 @@ static int finish_pass(struct uds *u, struct pass *ps)
 
 		fsx_snap(u->sfd, ps->dirs[i], &ls);
 		fsx_snap(u->dfd, ps->dirs[i], &rs);
-		if (ls.type == 0 && rs.type == 'd')
+		bool in_d = ls.type == 0 && rs.type == 'd';
+
+		if (in_d)
 			err = remove_tree(u, false, ps->dirs[i]);
 		else if (rs.type == 0 && ls.type == 'd')
 			err = remove_tree(u, true, ps->dirs[i]);
 		else
-			err = 0;
+			err = 1;
 		if (err < 0 && !ret) {
 			report(u, "cannot remove", "directory", ps->dirs[i],
 			       err);
 			ret = err;
 		}
 		if (err == 0)
-			ps->wrote = true;
+			pass_wrote(u, ps, in_d, ps->dirs[i]);
 		free(ps->dirs[i]);
 	}
 	free(ps->dirs);
@@ -475,6 +491,89 @@ static void untear(int df, const struct stat *before, const char *p)
  * its baseline). Pushes into an existing file write in place (ranges or a
  * block delta); everything else goes through a temporary and a rename.
  */
+/*
+ * Fallback mode knows that a file changed, not where: a push compares it
+ * with SYNCFOLDER's copy. For files of SUMS_MIN and more, uds-plus keeps
+ * the hashes of the blocks it pushed (with what SYNCFOLDER's file looked
+ * like right after), so the next push reads SAVINGBOX's copy and, of
+ * SYNCFOLDER's, only the blocks whose hash changed. Kept in memory only
+ * (the first push after a start reads both), up to SUMS_BUDGET in all
+ * (16 bytes per 4 KiB: 64 MiB covers 16 GiB of large files).
+ */
+#define SUMS_MIN	(4u << 20)
+#define SUMS_BUDGET	(64ull << 20)
+
+struct pushed_sums {
+	struct snap d;		/* SYNCFOLDER's file when they were taken */
+	struct blocksums bs;
+};
+
+static void free_sums(void *v)
+{
+	struct pushed_sums *ps = v;
+
+	if (ps)
+		fsx_sums_free(&ps->bs);
+	free(ps);
+}
+
+static void drop_sums(struct uds *u, const char *p)
+{
+	struct pushed_sums *ps = hmap_del(&u->sums, p);
+
+	if (ps) {
+		u->sums_bytes -= ps->bs.n * sizeof(*ps->bs.h);
+		free_sums(ps);
+	}
+}
+
+/* In-place push of a whole file: with the sums when it is large. */
+static int push_whole(struct uds *u, const char *p, int sf, int df,
+		      const struct stat *sst, const struct stat *dst,
+		      struct copy_stats *cs)
+{
+	struct pushed_sums *ps = hmap_get(&u->sums, p);
+	struct snap now;
+	bool valid;
+	int err;
+
+	if ((uint64_t)sst->st_size < SUMS_MIN && !ps)
+		return fsx_delta(sf, df, (uint64_t)sst->st_size, NULL, cs);
+	if (!ps) {
+		if (u->sums_bytes + ((uint64_t)sst->st_size / 4096 + 1) * 16 >
+		    SUMS_BUDGET)
+			return fsx_delta(sf, df, (uint64_t)sst->st_size, NULL,
+					 cs);
+		ps = calloc(1, sizeof(*ps));
+		if (!ps || hmap_put(&u->sums, p, ps, NULL)) {
+			free(ps);
+			return fsx_delta(sf, df, (uint64_t)sst->st_size, NULL,
+					 cs);
+		}
+	}
+	snap_from_stat(&now, dst);
+	/* Valid only for the very file, untouched since (ctime too). */
+	valid = ps->bs.h && now.ino == ps->d.ino && now.size == ps->d.size &&
+		now.mtime_ns == ps->d.mtime_ns && now.ctime_ns == ps->d.ctime_ns;
+	u->sums_bytes -= ps->bs.n * sizeof(*ps->bs.h);
+	err = fsx_delta_sums(sf, df, (uint64_t)sst->st_size, &ps->bs, valid,
+			     cs);
+	u->sums_bytes += ps->bs.n * sizeof(*ps->bs.h);
+	ps->d.ino = 0;		/* set once the push is complete */
+	if (err)
+		drop_sums(u, p);
+	return err;
+}
+
+/* The push of P is complete and SYNCFOLDER's file is D: sums are valid. */
+static void sums_done(struct uds *u, const char *p, const struct snap *d)
+{
+	struct pushed_sums *ps = hmap_get(&u->sums, p);
+
+	if (ps)
+		ps->d = *d;
+}
+
 static int copy_file(struct uds *u, const char *p, bool from_s,
 		     const struct snap *to, enum content how,
 		     const struct track_extents *ext, struct pass *ps)
@@ -550,8 +649,7 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 						grow, &cs);
 			track_extents_free(grow);
 		} else if (how == C_WHOLE) {
-			err = fsx_delta(sf, df, (uint64_t)sst.st_size, NULL,
-					&cs);
+			err = push_whole(u, p, sf, df, &sst, &dst, &cs);
 		} else if (sst.st_size != dst.st_size) {
 			err = ftruncate(df, sst.st_size) ? -errno : 0;
 		}
@@ -627,11 +725,12 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 	}
 	snap_from_stat(&dsnap, &dst);
 	if (from_s) {
+		sums_done(u, p, &dsnap);
 		base_set(u, p, &ssnap, &dsnap);
 		if (changed) {
 			u->st.files_pushed++;
 			u->st.bytes_pushed += cs.written;
-			ps->wrote = true;
+			pass_wrote(u, ps, true, p);
 		}
 	} else {
 		struct entry *e;
@@ -642,7 +741,7 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 			e->echo_until = now_ms() + ECHO_MS;
 		u->st.files_pulled++;
 		u->st.bytes_pulled += cs.written;
-		ps->wrote = true;
+		pass_wrote(u, ps, false, p);
 	}
 	u->st.bytes_read += cs.read;
 	debug_("%s '%s': %llu bytes read, %llu written (%s)",
@@ -664,7 +763,8 @@ out:
 }
 
 /* Mirror symlink P (the link itself, never what it points to). */
-static int copy_link(struct uds *u, const char *p, bool from_s)
+static int copy_link(struct uds *u, const char *p, bool from_s,
+		     struct pass *ps)
 {
 	int src_root = from_s ? u->sfd : u->dfd;
 	int dst_root = from_s ? u->dfd : u->sfd;
@@ -696,6 +796,7 @@ static int copy_link(struct uds *u, const char *p, bool from_s)
 	if (from_s) {
 		base_set(u, p, &s, &d);
 		u->st.files_pushed++;
+		pass_wrote(u, ps, true, p);
 	} else {
 		struct entry *e;
 
@@ -704,6 +805,7 @@ static int copy_link(struct uds *u, const char *p, bool from_s)
 		if (e)
 			e->echo_until = now_ms() + ECHO_MS;
 		u->st.files_pulled++;
+		pass_wrote(u, ps, false, p);
 	}
 	return 0;
 }
@@ -726,12 +828,12 @@ static int copy_dir(struct uds *u, const char *p, bool from_s,
 		if (mkdirat(pfd, name, src->mode & 01777) && errno != EEXIST)
 			err = -errno;
 		else
-			ps->wrote = true;
+			pass_wrote(u, ps, from_s, p);
 	} else if (to->mode != (src->mode & 01777)) {
 		if (fchmodat(pfd, name, src->mode & 01777, 0))
 			err = -errno;
 		else
-			ps->wrote = true;
+			pass_wrote(u, ps, from_s, p);
 	}
 	close(pfd);
 	if (err)
@@ -766,7 +868,9 @@ static int remove_path(struct uds *u, const char *p, bool local,
 	if (err && err != -ENOENT)
 		return err;
 	base_drop(u, p);
-	ps->wrote = true;
+	if (!local)
+		drop_sums(u, p);
+	pass_wrote(u, ps, !local, p);
 	info_("removed '%s' from %s", log_path(p),
 	      local ? "SAVINGBOX" : "SYNCFOLDER");
 	return 0;
@@ -790,6 +894,25 @@ static int transfer(struct uds *u, const char *p, bool from_s,
 	if (src->type == 'o') {
 		debug_("skipping '%s': not a file, directory or symlink",
 		       log_path(p));
+		return 0;
+	}
+	if (!from_s && to->type == 'd' && src->type == 'l') {
+		/*
+		 * A collaborator replaced a directory with a symlink. Taken
+		 * as it is, every path below it in SAVINGBOX would lead
+		 * wherever the link points (outside both folders, perhaps),
+		 * and the user's programs follow links even if uds-plus
+		 * does not. The directory stays; the link is kept beside
+		 * it as a conflict copy, and the directory goes back.
+		 */
+		struct snap aside = *src;
+
+		err = conflict(u, p, &aside);
+		if (err)
+			return err;
+		/* SYNCFOLDER has nothing there now: a first sync of it. */
+		base_drop(u, p);
+		uds_mark_local_tree(u, p);
 		return 0;
 	}
 	if (to->type && to->type != src->type) {
@@ -826,7 +949,7 @@ static int transfer(struct uds *u, const char *p, bool from_s,
 	case 'd':
 		return copy_dir(u, p, from_s, src, to, ps);
 	case 'l':
-		return copy_link(u, p, from_s);
+		return copy_link(u, p, from_s, ps);
 	default:
 		return copy_file(u, p, from_s, to, how, ext, ps);
 	}
@@ -866,6 +989,8 @@ static int conflict(struct uds *u, const char *p, struct snap *rs)
 	free(dir);
 	if (!cpath)
 		return -ENOMEM;
+	client_wrote(u->cfg, p);
+	client_wrote(u->cfg, cpath);
 	/* The conflict copy comes back into SAVINGBOX like any new file. */
 	uds_mark_remote(u, cpath);
 	if (rs->type == 'd')
@@ -1187,7 +1312,8 @@ static int replay_renames(struct uds *u, bool local, struct pass *ps)
 		if (!err) {
 			err = replay_rename(u, &v[i], local);
 			if (err > 0) {
-				ps->wrote = true;
+				pass_wrote(u, ps, local, v[i].from);
+				pass_wrote(u, ps, local, v[i].to);
 				err = 0;
 			}
 		}
@@ -1271,10 +1397,22 @@ static int run_passes(struct uds *u, struct hmap *map, int allow,
 	return ret;
 }
 
+/* A cycle that changed SYNCFOLDER: one sync for the cloud client. */
+static void count_push(struct uds *u, enum track_batch_reason why,
+		       uint64_t before)
+{
+	u->st.pushes++;
+	u->st.reasons[why]++;
+	u->st.last_push = time(NULL);
+	info_("push %llu (%s): %llu bytes into SYNCFOLDER",
+	      (unsigned long long)u->st.pushes, track_batch_reason_name(why),
+	      (unsigned long long)(u->st.bytes_pushed - before));
+}
+
 int uds_pull(struct uds *u)
 {
 	struct pass ps = { 0 };
-	uint64_t files = u->st.files_pulled;
+	uint64_t files = u->st.files_pulled, before = u->st.bytes_pushed;
 	int err;
 
 	if (!u->rdirty.len && !u->nr_rren)
@@ -1286,12 +1424,19 @@ int uds_pull(struct uds *u)
 		err = run_passes(u, &u->rdirty, 0, &ps);
 	if (!err)
 		err = journal_commit(&u->j);
-	if (ps.wrote) {
+	if (ps.wrote_s) {
 		u->st.pulls++;
 		info_("pull %llu: %llu files from SYNCFOLDER",
 		      (unsigned long long)u->st.pulls,
 		      (unsigned long long)(u->st.files_pulled - files));
 	}
+	/*
+	 * A conflict settled while pulling writes SAVINGBOX's version (and
+	 * moves the other aside) in SYNCFOLDER: the client syncs that like
+	 * any push, so it counts as one.
+	 */
+	if (ps.wrote_d)
+		count_push(u, TRACK_BATCH_NONE, before);
 	if (err)
 		finish_pass(u, &ps);
 	return err;
@@ -1322,15 +1467,8 @@ int uds_push(struct uds *u, enum track_batch_reason why)
 			err = jerr;
 		}
 	}
-	if (ps.wrote) {
-		u->st.pushes++;
-		u->st.reasons[why]++;
-		u->st.last_push = time(NULL);
-		info_("push %llu (%s): %llu bytes into SYNCFOLDER",
-		      (unsigned long long)u->st.pushes,
-		      track_batch_reason_name(why),
-		      (unsigned long long)(u->st.bytes_pushed - before));
-	}
+	if (ps.wrote_d)
+		count_push(u, why, before);
 	if (!err) {
 		/* A clean push clears the last error; one with errors not. */
 		if (u->st.errors == errors)
@@ -1626,6 +1764,37 @@ static int check_identity(struct uds *u)
 			       u->cfg->syncfolder);
 }
 
+/*
+ * One uds-plus per folder, whatever its state directory: two daemons
+ * pushing into one SYNCFOLDER, or pulling into one SAVINGBOX, would each
+ * read the other's writes as a collaborator's and merge them forever. The
+ * lock is on the directory itself (flock on its descriptor), so it holds
+ * across state directories and users, and goes away with the process.
+ */
+static int lock_root(int fd, const char *what, const char *path)
+{
+	/* A descriptor of our own: the root's is replaced on re-attach. */
+	int lfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+	if (lfd < 0) {
+		err_("%s %s: %s", what, path, strerror(errno));
+		return -1;
+	}
+	if (flock(lfd, LOCK_EX | LOCK_NB)) {
+		if (errno == EWOULDBLOCK)
+			err_("another uds-plus already syncs %s %s (it holds "
+			     "a lock on the folder): stop that one first, or "
+			     "give this one other folders", what, path);
+		else
+			err_("cannot lock %s %s: %s", what, path,
+			     strerror(errno));
+		close(lfd);
+		return -1;
+	}
+	/* Held until exit; the descriptor is deliberately not closed. */
+	return 0;
+}
+
 int uds_reattach(struct uds *u)
 {
 	struct stat ss, ds;
@@ -1697,6 +1866,7 @@ int uds_open(struct uds *u, struct config *cfg)
 	hmap_init(&u->base);
 	hmap_init(&u->ldirty);
 	hmap_init(&u->rdirty);
+	hmap_init(&u->sums);
 
 	if (open_root("SAVINGBOX", cfg->savingbox, &s, &u->sfd, &u->sdev,
 		      &u->sino) ||
@@ -1742,6 +1912,9 @@ int uds_open(struct uds *u, struct config *cfg)
 	}
 	free(lock);
 	/* Held until exit; the descriptor is deliberately not closed. */
+	if (lock_root(u->sfd, "SAVINGBOX", cfg->savingbox) ||
+	    lock_root(u->dfd, "SYNCFOLDER", cfg->syncfolder))
+		goto fail;
 
 	/* Watch first, then look: nothing slips between the two. */
 	if (open_watch(u, "SAVINGBOX", cfg->savingbox, &u->ws) ||
@@ -1784,6 +1957,7 @@ void uds_close(struct uds *u)
 	hmap_clear(&u->base, free_entry);
 	hmap_clear(&u->ldirty, free_ldirty);
 	hmap_clear(&u->rdirty, NULL);
+	hmap_clear(&u->sums, free_sums);
 	for (size_t i = 0; i < u->nr_lren; i++) {
 		free(u->lren[i].from);
 		free(u->lren[i].to);

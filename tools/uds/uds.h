@@ -133,6 +133,21 @@ int fsx_copy_all(int src, int dst, uint64_t size, struct copy_stats *cs);
  */
 int fsx_delta(int src, int dst, uint64_t size, const struct track_extents *ext,
 	      struct copy_stats *cs);
+/* Hashes of a file's 4 KiB blocks (fallback mode, large files). */
+struct blocksums {
+	uint64_t n;
+	uint64_t (*h)[2];
+};
+
+void fsx_sums_free(struct blocksums *bs);
+/*
+ * fsx_delta() of the whole file, and SUMS set to the hashes of SRC's
+ * blocks. With VALID (SUMS are the hashes of DST as it is) only SRC is
+ * read, and of DST only the blocks whose hash differs: a push of a small
+ * change to a large file reads the file once, not twice.
+ */
+int fsx_delta_sums(int src, int dst, uint64_t size, struct blocksums *sums,
+		   bool valid, struct copy_stats *cs);
 /* Are the regular files A and B byte for byte equal? 1, 0 or -errno. */
 int fsx_same_content(int a, int b, struct copy_stats *cs);
 
@@ -197,6 +212,14 @@ char *journal_unescape(const char *s);
 
 /* --- config.c ------------------------------------------------------- */
 
+/* How the cloud client behind SYNCFOLDER batches (client.c). */
+enum uds_client {
+	UDS_CLIENT_GENERIC = 0,	/* syncs every change at once: the paper */
+	UDS_CLIENT_SYNCTHING,
+};
+
+struct client;
+
 struct config {
 	char *savingbox;
 	char *syncfolder;
@@ -207,6 +230,12 @@ struct config {
 	uint64_t failsafe_ms;
 	uint64_t pull_delay_ms;
 	uint64_t rescan_ms;	/* periodic stat rescan; 0 = off */
+	uint64_t lone_ms;	/* a lone change is pushed after this; 0 off */
+	bool timer_set, counter_set, failsafe_set, lone_set;	/* by the user */
+	enum uds_client client;
+	char *syncthing_config;
+	bool syncthing_scan;
+	struct client *cl;	/* the client profile's state */
 	bool no_ranges;
 	bool fsync;
 	bool once;
@@ -229,6 +258,20 @@ int config_set(struct config *c, const char *key, const char *val,
 /* "1.5s", "300ms", "5" (seconds) -> ms; "250K", "1M", "4096" -> bytes. */
 int parse_duration_ms(const char *s, uint64_t *ms);
 int parse_size(const char *s, uint64_t *bytes);
+
+/* --- client.c: client profiles ---------------------------------------- */
+
+/* Read the client's configuration and choose t, c and f (unless set). */
+int client_setup(struct config *cfg);
+/* Once the state directory is known: turn the client's watcher off. */
+int client_start(struct config *cfg);
+/* Give back what start changed in the client (its watcher), free. */
+void client_close(struct config *cfg);
+void client_free(struct client *cl);
+/* PATH in SYNCFOLDER was written, created, removed or renamed. */
+void client_wrote(struct config *cfg, const char *path);
+/* A push is done: hand the client what it wrote (scan mode). */
+int client_pushed(struct config *cfg);
 
 /* --- sync.c / engine.c ---------------------------------------------- */
 
@@ -262,6 +305,7 @@ struct stats {
 	uint64_t rescans;
 	uint64_t errors;
 	uint64_t reasons[4];	/* pushes by enum track_batch_reason */
+	uint64_t pushes_lone;	/* of pushes_timer: a lone change, early */
 	time_t last_push;
 };
 
@@ -276,9 +320,13 @@ struct uds {
 	struct hmap base;		/* path -> struct entry */
 	struct hmap ldirty;		/* path -> struct ldirty */
 	struct hmap rdirty;		/* path -> (void *)1 */
+	struct hmap sums;		/* path -> struct pushed_sums */
+	uint64_t sums_bytes;		/* memory they hold */
 	struct rename_op *lren, *rren;	/* pending renames, in order */
 	size_t nr_lren, nr_rren;
 	uint64_t rdirty_at;		/* ms of the last remote event */
+	uint64_t last_update;		/* ms of the last local change */
+	uint64_t lone_at;		/* ms: push a lone change then */
 	uint64_t retry_at;		/* ms: no push before (after an error) */
 	uint64_t retry_ms;
 	uint64_t next_rescan;		/* ms */

@@ -1,0 +1,52 @@
+#!/bin/sh
+# No added delay when there is nothing to batch: a lone change after a
+# quiet period reaches SYNCFOLDER after --lone-delay (500 ms), not after
+# the timer t; a burst (changes closer than that) is still batched by t,
+# and a lone change costs one push.
+UDS_T=${UDS_T:-4}
+UDS_F=${UDS_F:-20}
+. "$(dirname "$0")/lib.sh"
+uds_require
+
+echo "start" >"$S/notes.txt"
+uds_start || { not_ok "uds-plus starts"; done_testing; }
+check_mode
+uds_wait_synced || not_ok "the first sync"
+sleep "$UDS_T"
+
+# Time until SYNCFOLDER has LINE in FILE, in ms (gives up after 3 t).
+arrival_ms() {
+	_t0=$(now_ms)
+	while ! grep -qx "$2" "$D/$1" 2>/dev/null; do
+		[ $(($(now_ms) - _t0)) -gt $((UDS_T_MS * 3)) ] && break
+		sleep 0.05
+	done
+	echo $(($(now_ms) - _t0))
+}
+
+uds_refresh
+p0=$(uds_status pushes)
+echo "lone edit" >>"$S/notes.txt"
+lat=$(arrival_ms notes.txt "lone edit")
+check_between "a lone change arrives well before t ($UDS_T s) (ms)" \
+	"$lat" 0 $((UDS_T_MS - 1500))
+uds_refresh
+check "it took one push" [ $(($(uds_status pushes) - p0)) = 1 ]
+check "counted as lone" [ "$(uds_status pushes_lone)" -ge 1 ]
+
+# A burst after the quiet: 20 appends 100 ms apart. Batched: the first
+# one does not go out alone.
+sleep "$UDS_T"
+uds_refresh
+p1=$(uds_status pushes)
+i=0
+while [ $i -lt 20 ]; do
+	echo "burst $i" >>"$S/notes.txt"
+	sleep 0.1
+	i=$((i + 1))
+done
+uds_wait_synced || not_ok "the burst is synced"
+uds_refresh
+check_between "a burst is one push, as before" $(($(uds_status pushes) - p1)) 1 1
+check "uds-plus exits cleanly on SIGTERM" uds_stop
+done_testing
