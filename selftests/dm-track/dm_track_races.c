@@ -113,7 +113,7 @@ TEST(dump_interrupted_by_clear_says_stale)
 
 	ASSERT_EQ(0, track_dm_open(TT_NAME, &dm));
 	r = track_dm_for_each_extent(dm, TRACK_DM_ACTIVE, clear_after_first, &c);
-	track_dm_close(dm);
+	track_dm_free(dm);
 	tt_remove(TT_NAME);
 	EXPECT_EQ(-ESTALE, r)
 		TH_LOG("the dump ended with %d after %lu of 6000 runs", r, c.seen);
