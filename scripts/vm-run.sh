@@ -41,6 +41,7 @@
 #   LIBTRACK_VM_JOBS     QEMU instances at once (default: number of CPUs)
 #   LIBTRACK_ONLY        like --only
 #   LIBTRACK_VM_PROGS    host programs to add to the initramfs (with --exec)
+#   LIBTRACK_VM_APPEND   more kernel command line
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -170,7 +171,7 @@ run_boot() {
 		-nodefaults -display none -no-reboot \
 		-pidfile "$out/qemu-$boot.pid" \
 		-kernel "$KIMAGE" -initrd "$initrd" \
-		-append "console=ttyS0 libtrack.boot=$boot libtrack.cpus=$cpus ${only:+libtrack.only=$only} panic=-1 log_buf_len=8M loglevel=5 printk.devkmsg=on" \
+		-append "console=ttyS0 libtrack.boot=$boot libtrack.cpus=$cpus ${only:+libtrack.only=$only} panic=-1 log_buf_len=8M loglevel=5 printk.devkmsg=on acpi=noirq ${LIBTRACK_VM_APPEND:-}" \
 		-serial "file:$console" -serial stdio \
 		-drive "file=$disks/vda.img,if=virtio,format=raw,cache=writeback,discard=unmap" \
 		-drive "file=$disks/vdb.img,if=virtio,format=raw,cache=writeback,discard=unmap" \
