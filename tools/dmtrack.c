@@ -15,7 +15,7 @@
 static const char usage_text[] =
 "Usage: dmtrack COMMAND NAME [ARGS]\n"
 "\n"
-"  create NAME DEVICE [--block-size BYTES] [--metadata DEV] [--clean]\n"
+"  create NAME DEVICE [--block-size BYTES] [--metadata DEV [--region-size BYTES]] [--clean]\n"
 "                     [--offset SECTORS] [--length SECTORS] [--uuid UUID]\n"
 "                      make /dev/mapper/NAME track writes to DEVICE\n"
 "  status NAME [--json] block size, dirty blocks, epochs, memory\n"
@@ -96,6 +96,7 @@ static int cmd_create(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "block-size", required_argument, NULL, 'b' },
 		{ "metadata", required_argument, NULL, 'm' },
+		{ "region-size", required_argument, NULL, 'r' },
 		{ "clean", no_argument, NULL, 'c' },
 		{ "offset", required_argument, NULL, 'o' },
 		{ "length", required_argument, NULL, 'l' },
@@ -107,7 +108,7 @@ static int cmd_create(int argc, char **argv)
 	const char *name;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "b:m:co:l:u:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:m:r:co:l:u:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			p.block_size = parse_u64(optarg, "block size");
@@ -119,6 +120,14 @@ static int cmd_create(int argc, char **argv)
 			break;
 		case 'm':
 			p.metadata_dev = optarg;
+			break;
+		case 'r':
+			p.region_size = parse_u64(optarg, "region size");
+			if (p.region_size < 512 ||
+			    (p.region_size & (p.region_size - 1))) {
+				fprintf(stderr, "dmtrack: region size must be a power of two of at least the block size, in bytes\n");
+				exit(2);
+			}
 			break;
 		case 'c':
 			p.clean = 1;

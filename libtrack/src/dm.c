@@ -126,12 +126,20 @@ TRACK_EXPORT int track_dm_create(const char *name,
 
 	n = snprintf(params, sizeof(params), "%s %" PRIu64 " %u", p->data_dev,
 		     p->offset, bs / 512);
+	if (p->region_size && (!p->metadata_dev || p->region_size < bs ||
+			       (p->region_size & (p->region_size - 1)) ||
+			       p->region_size / 512 > UINT32_MAX))
+		return -EINVAL;
 	if (p->clean || p->metadata_dev)
 		n += snprintf(params + n, sizeof(params) - n, " %d%s%s%s",
-			      (p->clean ? 1 : 0) + (p->metadata_dev ? 2 : 0),
+			      (p->clean ? 1 : 0) + (p->metadata_dev ? 2 : 0) +
+			      (p->region_size ? 2 : 0),
 			      p->clean ? " clean" : "",
 			      p->metadata_dev ? " metadata " : "",
 			      p->metadata_dev ? p->metadata_dev : "");
+	if (p->region_size && n < (int)sizeof(params))
+		n += snprintf(params + n, sizeof(params) - n,
+			      " region_size %" PRIu64, p->region_size / 512);
 	if (n >= (int)sizeof(params))
 		return -ENAMETOOLONG;
 

@@ -139,4 +139,24 @@ TEST(messages_are_checked)
 	tt_remove(TT_NAME);
 }
 
+TEST(dmtrack_create_sets_the_region_size)
+{
+	char out[512];
+	FILE *f;
+
+	TT_REQUIRE_TARGET();
+	tt_remove(TT_NAME);
+	ASSERT_EQ(0, vm_run("/sbin/blkdiscard -z " VM_DISK_D));
+	ASSERT_EQ(0, vm_run("dmtrack create " TT_NAME " " VM_DISK_B
+			    " --length 2097152 --metadata " VM_DISK_D
+			    " --region-size 65536 --clean"));
+	f = popen("dmsetup table " TT_NAME, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(out, sizeof(out), f));
+	pclose(f);
+	tt_remove(TT_NAME);
+	EXPECT_NE(NULL, strstr(out, " region_size 128"))
+		TH_LOG("table: %s", out);
+}
+
 TEST_HARNESS_MAIN

@@ -56,10 +56,13 @@ struct track_dm_params {
 	const char *metadata_dev; /* NULL = no persistence */
 	int clean;		/* start with nothing dirty (replica identical) */
 	const char *uuid;	/* dm uuid, or NULL */
+	/* Bytes of write intent per region with metadata_dev, a power of
+	 * two of at least block_size; 0 = the target's default. */
+	uint64_t region_size;
 	/* Room to grow: must be zero (initialise the struct with { 0 } or
 	 * designated initialisers); track_dm_create() refuses anything else
 	 * with -EINVAL. */
-	uint64_t reserved[8];
+	uint64_t reserved[7];
 };
 
 /* Create a dm-track device NAME and resume it. */
