@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * After a crash, exactly the write-intent regions written since the last
- * checkpoint come back dirty, on top of the checkpointed set.
+ * After a crash, exactly the write-intent regions written in the last two
+ * checkpoint intervals come back dirty, on top of the checkpointed set (a
+ * checkpoint keeps the bits of regions written in the interval before it,
+ * so that a region in use does not wait for an intent write after every
+ * sync).
  *
  *   dm_track_crash write    (boot crash1) writes, then crashes the VM
  *   dm_track_crash verify   (boot crash2) checks what the device reports
@@ -30,6 +33,7 @@ struct crash_log {
 	uint64_t checkpointed;		/* dirty at the last checkpoint */
 	uint64_t after[8];		/* written after it */
 	uint64_t nr_after;
+	uint64_t before[2];		/* written in the interval before */
 	uint64_t last_frozen;		/* the last epoch handed out */
 	char track_id[40];
 } __attribute__((aligned(4096)));
@@ -104,6 +108,8 @@ TEST(crash_marks_exactly_the_intent_regions)
 		ASSERT_EQ(0, track_dm_freeze(dm, &e));
 		ASSERT_EQ(0, track_dm_commit(dm, e));
 		ASSERT_EQ(0, tt_pwrite(TT_PATH, O_DIRECT, 1000 * BS, BS));
+		log.before[0] = 1000;
+		log.before[1] = inflight;
 
 		/*
 		 * A write in flight across a freeze and the commit that
@@ -152,21 +158,31 @@ TEST(crash_marks_exactly_the_intent_regions)
 	ASSERT_EQ(0, delay_device(0));
 	ASSERT_EQ(0, vm_run("echo '%s' | dmsetup create --noudevsync "
 			    TT_NAME, TABLE));
-	EXPECT_TRUE(vm_kmsg_has("crash-verify", "not shut down cleanly: 3 write-intent regions"));
+	EXPECT_TRUE(vm_kmsg_has("crash-verify", "not shut down cleanly: 5 write-intent regions"));
 	ASSERT_EQ(0, tt_status(TT_NAME, &st));
 	EXPECT_STREQ(log.track_id, st.track_id);
 	EXPECT_LT(log.last_frozen, st.epoch) TH_LOG("an epoch would be handed out twice");
 	ASSERT_EQ(0, tt_extents(TT_NAME, TRACK_DM_ACTIVE, &x));
 
-	/* Exactly: the checkpointed block, and the whole regions after it. */
+	/*
+	 * Exactly: the checkpointed block, the whole regions written after
+	 * the checkpoint, and those written in the interval before it.
+	 */
 	EXPECT_TRUE(tt_has(&x, log.checkpointed));
+	for (i = 0; i < 2; i++)
+		for (b = log.before[i] / REGION * REGION;
+		     b < (log.before[i] / REGION + 1) * REGION; b++)
+			ASSERT_TRUE(tt_has(&x, b))
+				TH_LOG("block %llu of a region of the interval before is clean: %s",
+				       (unsigned long long)b, tt_str(&x));
 	for (i = 0; i < log.nr_after; i++)
 		for (b = log.after[i] / REGION * REGION;
 		     b < (log.after[i] / REGION + 1) * REGION; b++)
 			ASSERT_TRUE(tt_has(&x, b))
 				TH_LOG("block %llu of a written region is clean: %s",
 				       (unsigned long long)b, tt_str(&x));
-	EXPECT_EQ(1 + 3 * REGION, tt_blocks(&x)) TH_LOG("%s", tt_str(&x));
+	/* The checkpointed block lies in a region of the interval before. */
+	EXPECT_EQ(5 * REGION, tt_blocks(&x)) TH_LOG("%s", tt_str(&x));
 	tt_remove(TT_NAME);
 	tt_remove("lt-delay");
 	free(x.e);
