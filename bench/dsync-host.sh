@@ -19,7 +19,10 @@
 #              paper's blockmd5sync, as fast as it can be made)
 #   copy       dd bs=4M of the whole file
 #   floor      bench/floor.c: read and write exactly the dirty blocks,
-#              runs coalesced, in order (the lower bound for any tracker)
+#              runs coalesced, in order, one at a time (the lower bound
+#              for any tracker)
+#   floor-p    the same, reads and writes overlapped in two threads (the
+#              lower bound for a tracker that, like dsync, pipelines)
 #
 # Before each run the page cache is dropped (as root, echo 3 >
 # /proc/sys/vm/drop_caches, as in the paper; otherwise, or with
@@ -49,9 +52,9 @@
 # Environment (defaults): SIZE_MIB (4096), PATTERNS ("random:1 realistic
 #   random:10"), METHODS (all above), REPS (3), PARTS ("patterns size
 #   fraction"), SCALE_MIB ("1024 4096 16384"), SCALE_COUNT (10000),
-#   SCALE_METHODS ("dsync floor blocksync"), SCALE_REPS (1),
+#   SCALE_METHODS ("dsync floor floor-p blocksync"), SCALE_REPS (1),
 #   FRACTIONS ("0.1 0.5 1 2 5 10 25"), FRACTION_METHODS ("dsync floor
-#   blocksync rsync"), FRACTION_REPS (1), SEED (1),
+#   floor-p blocksync"), FRACTION_REPS (1), SEED (1),
 #   RESULTS (bench/results), DROP_CACHES (all | files)
 set -euo pipefail
 
@@ -60,15 +63,15 @@ bin=$top/build/bin
 dir=${1:-$top/build/bench}
 size_mib=${SIZE_MIB:-4096}
 patterns=${PATTERNS:-random:1 realistic random:10}
-methods=${METHODS:-dsync dsync-z rsync rsync-b4k blocksync copy floor}
+methods=${METHODS:-dsync dsync-z rsync rsync-b4k blocksync copy floor floor-p}
 reps=${REPS:-3}
 parts=${PARTS:-patterns size fraction}
 scale_mib=${SCALE_MIB:-1024 4096 16384}
 scale_count=${SCALE_COUNT:-10000}
-scale_methods=${SCALE_METHODS:-dsync floor blocksync}
+scale_methods=${SCALE_METHODS:-dsync floor floor-p blocksync}
 scale_reps=${SCALE_REPS:-1}
 fractions=${FRACTIONS:-0.1 0.5 1 2 5 10 25}
-fraction_methods=${FRACTION_METHODS:-dsync floor blocksync rsync}
+fraction_methods=${FRACTION_METHODS:-dsync floor floor-p blocksync}
 fraction_reps=${FRACTION_REPS:-1}
 seed=${SEED:-1}
 results=${RESULTS:-$top/bench/results}
@@ -87,7 +90,7 @@ done
 mkdir -p "$dir" "$results"
 dir=$(cd "$dir" && pwd)
 for p in bdata floor blocksync; do
-	cc -O2 -march=native -Wall -Wextra -Werror -D_GNU_SOURCE \
+	cc -O2 -march=native -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
 		-o "$dir/$p" "$top/bench/$p.c" -lm
 done
 src=$dir/src.img
@@ -131,6 +134,7 @@ cmd() {
 	blocksync) echo "$dir/blocksync $src $dst" ;;
 	copy) echo "dd if=$src of=$dst bs=4M conv=notrunc,fsync status=none" ;;
 	floor) echo "$dir/floor $list $src $dst" ;;
+	floor-p) echo "$dir/floor -p $list $src $dst" ;;
 	*) die "unknown method $1 (see the list at the top of $0)" ;;
 	esac
 }
@@ -145,7 +149,7 @@ moved() {
 			gsub(/,/, "", $2); n += $2 } END { print n }' "$tmp/out" ;;
 	blocksync) awk '{ print $1 }' "$tmp/out" ;;
 	copy) stat -c %s "$src" ;;
-	floor) cat "$tmp/out" ;;
+	floor | floor-p) cat "$tmp/out" ;;
 	esac
 }
 

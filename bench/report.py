@@ -50,6 +50,7 @@ METHODS = {
     "blocksync": "block-checksum sync (C, `bench/blocksync.c`)",
     "copy": "full copy (`dd bs=4M`)",
     "floor": "raw floor (`bench/floor.c`)",
+    "floor-p": "raw floor, reads and writes overlapped (`floor -p`)",
 }
 PATTERNS = {
     "random:1": "1 % random",
@@ -59,7 +60,7 @@ PATTERNS = {
 COLORS = {
     "dsync": "#1f77b4", "dsync-z": "#aec7e8", "rsync": "#d62728",
     "rsync-b4k": "#ff9896", "blocksync": "#ff7f0e", "copy": "#7f7f7f",
-    "floor": "#2ca02c",
+    "floor": "#2ca02c", "floor-p": "#98df8a",
 }
 # Issue 17: measured outside the project, 4 GiB, realistic pattern, medians.
 OUTSIDE = {"dsync": 0.38, "floor": 0.35, "rsync": 23.0, "blocksync": 16.9}
@@ -147,6 +148,12 @@ def savefig(fig, name):
     fig.savefig(os.path.join(IMG, name), dpi=90)
     plt.close(fig)
     return f"![{name}]({IMGREL}/{name})"
+
+
+def best_floor(med, key):
+    """The faster of the two floors for KEY (a pattern or a size)."""
+    fs = [(m, med[(key, m)]) for m in ("floor", "floor-p") if (key, m) in med]
+    return min(fs, key=lambda f: f[1]["wall"]) if fs else (None, None)
 
 
 def goal_line(ok, text):
@@ -240,17 +247,18 @@ def patterns_section(out, goals):
 
     # goals
     for p in pats:
-        d, f = med.get((p, "dsync")), med.get((p, "floor"))
+        d = med.get((p, "dsync"))
+        fn, f = best_floor(med, p)
         if d and f:
             goals.append(goal_line(
                 d["wall"] <= 1.1 * f["wall"],
                 f"{PATTERNS.get(p, p)}, {size} MiB: dsync wall "
-                f"{fx(ratio(d['wall'], f['wall']))} the floor's "
-                "(goal <= 1.1x)"))
+                f"{fx(ratio(d['wall'], f['wall']))} the faster floor's "
+                f"({fn}; goal <= 1.1x)"))
             goals.append(goal_line(
                 d["cpu"] <= 1.3 * f["cpu"],
                 f"{PATTERNS.get(p, p)}, {size} MiB: dsync CPU "
-                f"{fx(ratio(d['cpu'], f['cpu']))} the floor's "
+                f"{fx(ratio(d['cpu'], f['cpu']))} that floor's "
                 f"({secs(d['cpu'])} s against {secs(f['cpu'])} s; "
                 "goal <= 1.3x)"))
     d, r = med.get(("realistic", "dsync")), med.get(("realistic", "rsync"))
@@ -281,7 +289,7 @@ def patterns_section(out, goals):
         out.append("|---|---:|---:|---:|")
         paper = {"rsync": 950 / 38, "copy": 385 / 38, "blocksync": 310 / 38,
                  "dsync": 1.0}
-        for m in ("dsync", "floor", "rsync", "blocksync", "copy"):
+        for m in ("dsync", "floor", "floor-p", "rsync", "blocksync", "copy"):
             v = med.get(("realistic", m))
             if not v:
                 continue
@@ -333,13 +341,14 @@ def size_section(out, goals):
     out.append(savefig(fig, "bench-dsync-size.png"))
     out.append("")
     d0, d1 = base.get("dsync"), med.get((str(sizes[-1]), "dsync"))
-    f0, f1 = base.get("floor"), med.get((str(sizes[-1]), "floor"))
+    fn = "floor-p" if base.get("floor-p") else "floor"
+    f0, f1 = base.get(fn), med.get((str(sizes[-1]), fn))
     if d0 and d1 and f0 and f1 and len(sizes) > 1:
         gd, gf = ratio(d1["wall"], d0["wall"]), ratio(f1["wall"], f0["wall"])
         out.append(
             f"From {human(sizes[0] << 20)} to {human(sizes[-1] << 20)} "
             f"({sizes[-1] // sizes[0]}x the size) dsync's time grew "
-            f"{fx(gd)}, the floor's {fx(gf)} (outside the project: 16x "
+            f"{fx(gd)}, the {fn} floor's {fx(gf)} (outside the project: 16x "
             "the size cost dsync 2.4x, the floor 1.5x). The same number of "
             "blocks spread over a larger file means longer seeks and less "
             "readahead and write-back merging for both; what dsync adds "
@@ -348,7 +357,7 @@ def size_section(out, goals):
         goals.append(goal_line(
             gd <= gf * 1.1,
             f"fixed {count:,} dirty blocks, {human(sizes[0] << 20)} to "
-            f"{human(sizes[-1] << 20)}: dsync grew {fx(gd)}, the floor "
+            f"{human(sizes[-1] << 20)}: dsync grew {fx(gd)}, the {fn} floor "
             f"{fx(gf)} (goal: no faster than the floor; 10 % slack for "
             "noise)"))
 
