@@ -19,10 +19,10 @@
 #              paper's blockmd5sync, as fast as it can be made)
 #   copy       dd bs=4M of the whole file
 #   floor      bench/floor.c: read and write exactly the dirty blocks,
-#              runs coalesced, in order, one at a time (the lower bound
-#              for any tracker)
-#   floor-p    the same, reads and writes overlapped in two threads (the
-#              lower bound for a tracker that, like dsync, pipelines)
+#              runs coalesced, in order, one at a time, readahead off
+#   floor-p    floor -p: the same list, reads and writes overlapped in two
+#              threads, readahead on (fewer, larger reads on dense
+#              patterns); the goals are judged against the faster floor
 #
 # Before each run the page cache is dropped (as root, echo 3 >
 # /proc/sys/vm/drop_caches, as in the paper; otherwise, or with

@@ -3,7 +3,8 @@
  * The raw floor of a sync that knows its dirty blocks: read exactly those
  * blocks of SRC and write them at the same offsets of DST, runs coalesced
  * (a run is one read and one write, in pieces of at most 1 MiB), in block
- * order, then fsync DST. No stream, no checksums, no second process: what
+ * order, then fsync DST. Readahead is off (POSIX_FADV_RANDOM), so only
+ * the dirty blocks are read, each run by one request. No stream, no checksums, no second process: what
  * is left of any tracked sync once everything but the I/O is taken away.
  *
  *   floor [-p] LIST SRC DST  (LIST: "A-B" or "A" block numbers, 4 KiB
@@ -11,8 +12,11 @@
  *
  * -p: pipelined, the reads in one thread and the writes in another, four
  * 1 MiB buffers between them, so reading the next run overlaps writing
- * the last (as dmextract and dmmerge overlap, being two processes). The
- * plain floor does one thing at a time.
+ * the last (as dmextract and dmmerge overlap, being two processes), and
+ * the kernel's readahead is left on: on dense scattered patterns it reads
+ * more than the dirty blocks, but in fewer, larger requests, which is
+ * faster on most disks (dmextract bridges small gaps for the same reason).
+ * The plain floor does one thing at a time and reads only the dirty blocks.
  *
  * Prints the bytes copied. Exit status: 0 ok, 1 failure, 2 usage.
  */
@@ -105,6 +109,9 @@ int main(int argc, char **argv)
 		if (!ring[i].buf)
 			return 1;
 	}
+	/* plain: exactly the dirty blocks, no readahead around them */
+	if (!pipelined)
+		posix_fadvise(in, 0, 0, POSIX_FADV_RANDOM);
 	if (pipelined && pthread_create(&thr, NULL, writer, NULL))
 		return 1;
 	while (fgets(line, sizeof(line), list)) {
