@@ -14,7 +14,8 @@ What it reads from RESULTS:
         name order (the file's first line is its "## title").
   *.txt the output of another benchmark, included verbatim under a title
         taken from its first line if that starts with "# ", else from its
-        name; the command that made it is a line "command: ..." (optional).
+        name; the command that made it is a line "command: ...", when and
+        under what load a line "date: ..." (both optional).
   *.csv (any other name) a table: its header row and rows, under a title
         from the file name; a sidecar NAME.json may give "title",
         "command" and "note".
@@ -150,6 +151,9 @@ def savefig(fig, name):
     return f"![{name}]({IMGREL}/{name})"
 
 
+FLOORNAME = {"floor": "plain floor", "floor-p": "pipelined floor"}
+
+
 def best_floor(med, key):
     """The faster of the two floors for KEY (a pattern or a size)."""
     fs = [(m, med[(key, m)]) for m in ("floor", "floor-p") if (key, m) in med]
@@ -254,7 +258,7 @@ def patterns_section(out, goals):
                 d["wall"] <= 1.1 * f["wall"],
                 f"{PATTERNS.get(p, p)}, {size} MiB: dsync wall "
                 f"{fx(ratio(d['wall'], f['wall']))} the faster floor's "
-                f"({fn}; goal <= 1.1x)"))
+                f"(the {FLOORNAME[fn]}; goal <= 1.1x)"))
             goals.append(goal_line(
                 d["cpu"] <= 1.3 * f["cpu"],
                 f"{PATTERNS.get(p, p)}, {size} MiB: dsync CPU "
@@ -298,6 +302,28 @@ def patterns_section(out, goals):
             pp = fx(paper[m]) if m in paper else "-"
             out.append(f"| {METHODS.get(m, m)} | {here} | {o} | {pp} |")
         out.append("")
+        fn, f = best_floor(med, "realistic")
+        if f:
+            out.append(f"CPU on the realistic pattern: dsync "
+                       f"{fx(ratio(d['cpu'], f['cpu']))} the {FLOORNAME[fn]}'s "
+                       "(the faster floor; outside the project: 1.6x).\n")
+    d = med.get(("random:10", "dsync"))
+    if d:
+        b, r = med.get(("random:10", "blocksync")), med.get(("random:10", "rsync"))
+        fn, f = best_floor(med, "random:10")
+        parts = []
+        if b:
+            parts.append(f"the block-checksum sync takes "
+                         f"{fx(ratio(b['wall'], d['wall']))} dsync's time "
+                         "(outside the project: 5x)")
+        if r:
+            parts.append(f"rsync {fx(ratio(r['wall'], d['wall']))} (the "
+                         "paper, 32 GiB on HDD: about 5x)")
+        if f:
+            parts.append(f"dsync's CPU is {fx(ratio(d['cpu'], f['cpu']))} "
+                         f"the {FLOORNAME[fn]}'s (outside the project: 1.8x)")
+        if parts:
+            out.append("At 10 % random: " + "; ".join(parts) + ".\n")
 
 
 def size_section(out, goals):
@@ -348,7 +374,7 @@ def size_section(out, goals):
         out.append(
             f"From {human(sizes[0] << 20)} to {human(sizes[-1] << 20)} "
             f"({sizes[-1] // sizes[0]}x the size) dsync's time grew "
-            f"{fx(gd)}, the {fn} floor's {fx(gf)} (outside the project: 16x "
+            f"{fx(gd)}, the {FLOORNAME[fn]}'s {fx(gf)} (outside the project: 16x "
             "the size cost dsync 2.4x, the floor 1.5x). The same number of "
             "blocks spread over a larger file means longer seeks and less "
             "readahead and write-back merging for both; what dsync adds "
@@ -357,7 +383,7 @@ def size_section(out, goals):
         goals.append(goal_line(
             gd <= gf * 1.1,
             f"fixed {count:,} dirty blocks, {human(sizes[0] << 20)} to "
-            f"{human(sizes[-1] << 20)}: dsync grew {fx(gd)}, the {fn} floor "
+            f"{human(sizes[-1] << 20)}: dsync grew {fx(gd)}, the {FLOORNAME[fn]} "
             f"{fx(gf)} (goal: no faster than the floor; 10 % slack for "
             "noise)"))
 
@@ -444,10 +470,14 @@ def other_sections(out):
             if lines and lines[0].startswith("# "):
                 title = lines.pop(0)[2:]
             cmd = [ln for ln in lines if ln.startswith("command: ")]
-            lines = [ln for ln in lines if not ln.startswith("command: ")]
+            date = [ln for ln in lines if ln.startswith("date: ")]
+            lines = [ln for ln in lines
+                     if not ln.startswith(("command: ", "date: "))]
             out.append(f"## {title}\n")
             if cmd:
                 out.append(f"Command: `{cmd[0][9:]}`\n")
+            if date:
+                out.append(f"Run: {date[0][6:]}.\n")
             out.append("```\n" + "\n".join(lines) + "\n```\n")
         elif n.endswith(".csv"):
             side = {}

@@ -29,14 +29,17 @@ mkdir -p "$results"
 parts=${*:-dsync stream uds vm report}
 status=0
 
-# text NAME TITLE COMMAND...: run COMMAND, keep its output as NAME.txt
+# text NAME TITLE SHOWN COMMAND...: run COMMAND, keep its output as
+# NAME.txt under TITLE, with SHOWN as the command to repeat it
 text() {
-	local name=$1 title=$2
-	shift 2
+	local name=$1 title=$2 shown=$3
+	shift 3
 	echo "== $title" >&2
 	{
 		echo "# $title"
-		echo "command: ${*#"$top"/}"
+		echo "command: $shown"
+		echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs," \
+			"load $(cut -d' ' -f1-3 /proc/loadavg)"
 	} >"$results/$name.txt.new"
 	if "$@" 2>&1 | tee -a "$results/$name.txt.new"; then
 		mv "$results/$name.txt.new" "$results/$name.txt"
@@ -66,12 +69,14 @@ for part in $parts; do
 		"$top/bench/dsync-host.sh" || status=1 ;;
 	stream)
 		text stream-speed "The dsync stream on one core (taskset -c 0)" \
+			"bench/run.sh stream (bench/stream_speed.c, STREAM_MIB=${STREAM_MIB:-256})" \
 			stream_speed ;;
 	uds)
 		text uds-cpu "uds-plus: the paper's CPU benchmark, fallback mode (host)" \
-			"$top/bench/uds-cpu.sh" ;;
+			"bench/uds-cpu.sh" "$top/bench/uds-cpu.sh" ;;
 	vm)
 		text vm-bench "In the VM: dm-track write path, inotify ranges, uds-plus ranges mode" \
+			"scripts/vm-run.sh --bench" \
 			"$top/scripts/vm-run.sh" --bench --out "$top/build/bench-vm" ;;
 	report)
 		/usr/bin/python3 "$top/bench/report.py" "$results" \
