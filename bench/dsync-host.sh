@@ -41,7 +41,8 @@
 #
 # Experiments (PARTS):
 #   patterns   PATTERNS on SIZE_MIB, every method, REPS repetitions
-#              interleaved (method order repeats, so drift hits all alike)
+#              interleaved (method order repeats, so drift hits all alike;
+#              SLOW_METHODS only SLOW_REPS times: rsync takes minutes)
 #   size       SCALE_COUNT dirty blocks (random) on each of SCALE_MIB,
 #              SCALE_METHODS, SCALE_REPS
 #   fraction   FRACTIONS % of the blocks dirty (random) on SIZE_MIB,
@@ -49,9 +50,9 @@
 #
 # Usage: bench/dsync-host.sh [DIR]     (DIR: scratch space for two images
 #        of the largest size, default build/bench)
-# Environment (defaults): SIZE_MIB (4096), PATTERNS ("random:1 realistic
-#   random:10"), METHODS (all above), REPS (3), PARTS ("patterns size
-#   fraction"), SCALE_MIB ("1024 4096 16384"), SCALE_COUNT (10000),
+# Environment (defaults): SIZE_MIB (4096), PATTERNS ("realistic random:1
+#   random:10"), METHODS (all above), REPS (3), SLOW_METHODS ("rsync
+#   rsync-b4k"), SLOW_REPS (1), PARTS ("patterns size fraction"), SCALE_MIB ("1024 4096 16384"), SCALE_COUNT (10000),
 #   SCALE_METHODS ("dsync floor floor-p blocksync"), SCALE_REPS (1),
 #   FRACTIONS ("0.1 0.5 1 2 5 10 25"), FRACTION_METHODS ("dsync floor
 #   floor-p blocksync"), FRACTION_REPS (1), SEED (1),
@@ -62,9 +63,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/build/bin
 dir=${1:-$top/build/bench}
 size_mib=${SIZE_MIB:-4096}
-patterns=${PATTERNS:-random:1 realistic random:10}
+patterns=${PATTERNS:-realistic random:1 random:10}
 methods=${METHODS:-dsync dsync-z rsync rsync-b4k blocksync copy floor floor-p}
 reps=${REPS:-3}
+slow_methods=${SLOW_METHODS:-rsync rsync-b4k}
+slow_reps=${SLOW_REPS:-1}
 parts=${PARTS:-patterns size fraction}
 scale_mib=${SCALE_MIB:-1024 4096 16384}
 scale_count=${SCALE_COUNT:-10000}
@@ -183,6 +186,10 @@ pattern() {
 	"$dir/bdata" apply "$src" "$list" 1
 	for r in $(seq 1 "$nreps"); do
 		for m in "$@"; do
+			if [ "$r" -gt "$slow_reps" ] &&
+			   [[ " $slow_methods " == *" $m "* ]]; then
+				continue
+			fi
 			run "$exp" "$mib" "$pat" "$dirty" "$runs" "$m" "$r"
 		done
 	done
@@ -218,7 +225,7 @@ for part in $parts; do
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	case $part in
 	patterns)
-		what="SIZE_MIB=$size_mib PATTERNS='$patterns' REPS=$reps"
+		what="SIZE_MIB=$size_mib PATTERNS='$patterns' REPS=$reps SLOW_METHODS='$slow_methods' SLOW_REPS=$slow_reps"
 		images "$size_mib"
 		for p in $patterns; do
 			pattern patterns "$size_mib" "$p" "" "$reps" $methods
