@@ -11,6 +11,10 @@
  *                                     "blocks runs" on stderr
  *   bdata apply FILE LIST GEN         rewrite LIST's blocks of FILE with
  *                                     generation GEN, fsynced
+ *   bdata verify FILE LIST GEN        check FILE byte for byte: LIST's
+ *                                     blocks of generation GEN, all others
+ *                                     of generation 0 (exit 1 and the first
+ *                                     differing block if not)
  *
  * Block b of generation g is 4 KiB from a PRNG seeded with (g, b): any
  * block of any generation can be rewritten without keeping a copy, so a
@@ -65,7 +69,8 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: bdata fill FILE MIB [GEN]\n"
 		"       bdata list random:PCT|realistic NBLOCKS SEED [COUNT]\n"
-		"       bdata apply FILE LIST GEN\n");
+		"       bdata apply FILE LIST GEN\n"
+		"       bdata verify FILE LIST GEN\n");
 	return 2;
 }
 
@@ -158,6 +163,61 @@ static int cmd_apply(const char *path, const char *list, uint64_t gen)
 	close(fd);
 	fclose(f);
 	free(buf);
+	return 0;
+}
+
+/* FILE against what fill 0 then apply LIST GEN would have written. */
+static int cmd_verify(const char *path, const char *list, uint64_t gen)
+{
+	uint64_t *buf = malloc(CHUNK), *want = malloc(BS), a = 0, b = 0;
+	uint64_t off, size, blk;
+	FILE *f = fopen(list, "r");
+	char line[128];
+	int fd, have = 0;
+
+	if (!buf || !want)
+		return 1;
+	if (!f)
+		return fail("cannot open", list);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return fail("cannot open", path);
+	size = lseek(fd, 0, SEEK_END);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	for (off = 0; off < size; off += CHUNK) {
+		size_t len = size - off < CHUNK ? size - off : CHUNK, i;
+
+		if (pread(fd, buf, len, off) != (ssize_t)len)
+			return fail("cannot read", path);
+		for (i = 0; i < len / BS; i++) {
+			blk = off / BS + i;
+			while (!have || blk > b) {
+				int n;
+
+				if (!fgets(line, sizeof(line), f)) {
+					a = b = UINT64_MAX;
+					have = 1;
+					break;
+				}
+				n = sscanf(line, "%" SCNu64 "-%" SCNu64, &a, &b);
+				if (n < 1)
+					return 1;
+				if (n == 1)
+					b = a;
+				have = 1;
+			}
+			gen_block(want, blk >= a && blk <= b ? gen : 0, blk);
+			if (memcmp(want, buf + i * (BS / 8), BS)) {
+				fprintf(stderr, "bdata: %s differs at block %"
+					PRIu64 "\n", path, blk);
+				return 1;
+			}
+		}
+	}
+	close(fd);
+	fclose(f);
+	free(buf);
+	free(want);
 	return 0;
 }
 
@@ -277,6 +337,11 @@ int main(int argc, char **argv)
 		    (argc == 6 && num(argv[5], &c)))
 			return usage();
 		return cmd_list(argv[2], a, b, c);
+	}
+	if (argc == 5 && !strcmp(argv[1], "verify")) {
+		if (num(argv[4], &a))
+			return usage();
+		return cmd_verify(argv[2], argv[3], a);
 	}
 	if (argc == 5 && !strcmp(argv[1], "apply")) {
 		if (num(argv[4], &a))

@@ -56,7 +56,10 @@
 #   SCALE_METHODS ("dsync floor floor-p blocksync"), SCALE_REPS (1),
 #   FRACTIONS ("0.1 0.5 1 2 5 10 25"), FRACTION_METHODS ("dsync floor
 #   floor-p blocksync"), FRACTION_REPS (1), SEED (1),
-#   RESULTS (bench/results), DROP_CACHES (all | files)
+#   RESULTS (bench/results), DROP_CACHES (all | files), VERIFY (cmp |
+#   known: check DST byte for byte against the source's known content,
+#   regenerated from the seeds, reading half as much as cmp), SKIP
+#   (PATTERN/METHOD pairs not to run, e.g. "random:10/rsync-b4k")
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,6 +80,8 @@ fractions=${FRACTIONS:-0.1 0.5 1 2 5 10 25}
 fraction_methods=${FRACTION_METHODS:-dsync floor floor-p blocksync}
 fraction_reps=${FRACTION_REPS:-1}
 seed=${SEED:-1}
+verify=${VERIFY:-cmp}
+skip=${SKIP:-}
 results=${RESULTS:-$top/bench/results}
 drop=${DROP_CACHES:-all}
 [ "$(id -u)" = 0 ] || drop=files
@@ -167,8 +172,13 @@ run() {
 		bash -c "$c && dd of=$dst conv=notrunc,fsync count=0 status=none" >"$tmp/out" 2>"$tmp/err" ||
 		{ cat "$tmp/err" >&2; die "$6 failed: $c"; }
 	read -r w u s i o <"$tmp/time"
-	cmp "$src" "$dst" >/dev/null ||
-		die "$6 left a replica that differs from the source ($c)"
+	if [ "$verify" = cmp ]; then
+		cmp "$src" "$dst" >/dev/null ||
+			die "$6 left a replica that differs from the source ($c)"
+	else
+		"$dir/bdata" verify "$dst" "$list" 1 ||
+			die "$6 left a replica that differs from the source ($c)"
+	fi
 	mv=$(moved "$6")
 	echo "$1,$2,$3,$4,$5,$6,$7,$w,$u,$s,$((i * 512)),$((o * 512)),$mv,$load" >>"$csv"
 	printf '%-9s %6s MiB %-11s %8s blocks %-10s #%s  wall %6.2f s  cpu %6.2f s\n' \
@@ -190,6 +200,7 @@ pattern() {
 			   [[ " $slow_methods " == *" $m "* ]]; then
 				continue
 			fi
+			[[ " $skip " == *" $pat/$m "* ]] && continue
 			run "$exp" "$mib" "$pat" "$dirty" "$runs" "$m" "$r"
 		done
 	done
@@ -225,20 +236,20 @@ for part in $parts; do
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	case $part in
 	patterns)
-		what="SIZE_MIB=$size_mib PATTERNS='$patterns' REPS=$reps SLOW_METHODS='$slow_methods' SLOW_REPS=$slow_reps"
+		what="SIZE_MIB=$size_mib PATTERNS='$patterns' REPS=$reps SLOW_METHODS='$slow_methods' SLOW_REPS=$slow_reps SKIP='$skip' VERIFY=$verify"
 		images "$size_mib"
 		for p in $patterns; do
 			pattern patterns "$size_mib" "$p" "" "$reps" $methods
 		done ;;
 	size)
-		what="SCALE_MIB='$scale_mib' SCALE_COUNT=$scale_count SCALE_REPS=$scale_reps"
+		what="SCALE_MIB='$scale_mib' SCALE_COUNT=$scale_count SCALE_REPS=$scale_reps VERIFY=$verify"
 		for mib in $scale_mib; do
 			images "$mib"
 			pattern size "$mib" random:1 "$scale_count" \
 				"$scale_reps" $scale_methods
 		done ;;
 	fraction)
-		what="SIZE_MIB=$size_mib FRACTIONS='$fractions' FRACTION_REPS=$fraction_reps"
+		what="SIZE_MIB=$size_mib FRACTIONS='$fractions' FRACTION_REPS=$fraction_reps VERIFY=$verify"
 		images "$size_mib"
 		for f in $fractions; do
 			pattern fraction "$size_mib" "random:$f" "" \

@@ -134,6 +134,8 @@ def secs(x):
 
 
 def machine(meta):
+    if not meta:
+        return "not recorded (the run did not finish this part)"
     return (f"{meta.get('host_cpus')} CPUs ({meta.get('cpu_model')}), "
             f"{meta.get('mem_gib')} GiB, Linux {meta.get('kernel')}, "
             f"{meta.get('fs')}; cache dropped: {meta.get('drop_caches')}; "
@@ -175,8 +177,9 @@ def patterns_section(out, goals):
     reps = max(v["n"] for v in med.values())
     out.append("## dsync against its peers (host files, the paper's section 4)\n")
     out.append(f"Command: `{meta.get('command', 'bench/dsync-host.sh')}` "
-               f"(PARTS=patterns), {size} MiB, median of {reps} runs "
-               "per row, the methods interleaved.\n")
+               f"(PARTS=patterns), {size} MiB, the median of the runs "
+               f"(*n*, up to {reps}; the methods interleaved) in each "
+               "row.\n")
     out.append(f"Machine: {machine(meta)}.\n")
     out.append(
         "A file of seeded random 4 KiB blocks and a replica equal to it; the "
@@ -196,15 +199,15 @@ def patterns_section(out, goals):
             continue
         out.append(f"### {PATTERNS.get(p, p)}: {d['dirty']:,} dirty blocks "
                    f"in {d['runs']:,} runs\n")
-        out.append("| method | wall s | CPU s | moved | read | wall | CPU | "
-                   "moved | read |")
-        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        out.append("| method | n | wall s | CPU s | moved | read | wall | "
+                   "CPU | moved | read |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for m in meths:
             v = med.get((p, m))
             if not v:
                 continue
             out.append(
-                f"| {METHODS.get(m, m)} | {secs(v['wall'])} | "
+                f"| {METHODS.get(m, m)} | {v['n']} | {secs(v['wall'])} | "
                 f"{secs(v['cpu'])} | {human(v['moved'])} | "
                 f"{human(v['read'])} | {fx(ratio(v['wall'], d['wall']))} | "
                 f"{fx(ratio(v['cpu'], d['cpu']))} | "
