@@ -173,7 +173,9 @@ def patterns_section(out, goals):
     med = medians(rows, ("pattern", "method"))
     size = int(rows[0]["size_mib"])
     pats = [p for p in dict.fromkeys(r["pattern"] for r in rows)]
-    meths = [m for m in dict.fromkeys(r["method"] for r in rows)]
+    order = list(METHODS)
+    meths = sorted(dict.fromkeys(r["method"] for r in rows),
+                   key=lambda m: order.index(m) if m in order else len(order))
     reps = max(v["n"] for v in med.values())
     out.append("## dsync against its peers (host files, the paper's section 4)\n")
     out.append(f"Command: `{meta.get('command', 'bench/dsync-host.sh')}` "
@@ -181,12 +183,20 @@ def patterns_section(out, goals):
                f"(*n*, up to {reps}; the methods interleaved) in each "
                "row.\n")
     out.append(f"Machine: {machine(meta)}.\n")
+    if meta.get("note"):
+        out.append(f"Note: {meta['note']}\n")
+    loads = [float(r["load1"]) for r in rows]
+    out.append(f"Load average (1 min) at the start of the runs: "
+               f"{min(loads):.1f} to {max(loads):.1f}, median "
+               f"{statistics.median(loads):.1f}, on {meta.get('host_cpus', '?')} "
+               "CPUs.\n")
     out.append(
         "A file of seeded random 4 KiB blocks and a replica equal to it; the "
         "pattern's blocks of the source are rewritten with new random data "
         "and each method brings the replica up to date, from a dropped page "
-        "cache to an fsynced replica that `cmp` then finds equal to the "
-        "source. dsync gets the list dm-track would hand it "
+        "cache to an fsynced replica, checked byte for byte afterwards (`cmp` "
+        "with the source, or with VERIFY=known against the source's known "
+        "content, regenerated from the seeds). dsync gets the list dm-track would hand it "
         "(`dmextract --dirty LIST --device SRC`). Every ratio is to dsync's "
         "median in the same pattern: above 1 is slower, more CPU, more "
         "bytes. *Moved* is what would cross a network (the stream; rsync's "

@@ -32,6 +32,17 @@ check "the fraction CSV has both fractions" \
 check "the machine JSON parses" /usr/bin/python3 -m json.tool \
 	"$res/dsync-host-patterns.json"
 
+# the faster verification and the skip list
+check "VERIFY=known and SKIP" env RESULTS="$TMP/known" PARTS=patterns \
+	SIZE_MIB=16 REPS=2 PATTERNS=realistic METHODS="dsync floor blocksync" \
+	SLOW_METHODS=blocksync SKIP=realistic/floor VERIFY=known \
+	"$TOP/bench/dsync-host.sh" "$TMP/scratch"
+got=$(cut -d, -f6,7 "$TMP/known/dsync-host-patterns.csv" | tail -n +2 | sort |
+	tr '\n' ' ')
+[ "$got" = "blocksync,1 dsync,1 dsync,2 " ] &&
+	ok "SKIP and SLOW_METHODS leave the right runs" ||
+	not_ok "SKIP and SLOW_METHODS leave the right runs (got: $got)"
+
 # the pieces on their own
 bin=$TMP/scratch
 "$bin/bdata" list realistic 8192 7 >"$TMP/a" 2>"$TMP/a.n"
@@ -57,6 +68,13 @@ check "blocksync makes the replica equal" cmp "$TMP/src" "$TMP/dst"
 "$bin/bdata" apply "$TMP/dst" "$TMP/a" 0
 "$bin/bdata" fill "$TMP/ref" 32 0
 check "apply GEN 0 restores the old replica" cmp "$TMP/dst" "$TMP/ref"
+check "verify accepts the replica it describes" \
+	"$bin/bdata" verify "$TMP/dst" "$TMP/a" 0
+check "verify accepts the source it describes" \
+	"$bin/bdata" verify "$TMP/src" "$TMP/a" 1
+printf 'x' | dd of="$TMP/ref" bs=1 seek=$((20 << 20)) conv=notrunc status=none
+! "$bin/bdata" verify "$TMP/ref" "$TMP/a" 0 2>/dev/null &&
+	ok "verify finds one changed byte" || not_ok "verify finds one changed byte"
 out=$("$bin/floor" "$TMP/a" "$TMP/src" "$TMP/dst")
 check "floor makes the replica equal" cmp "$TMP/src" "$TMP/dst"
 [ "$out" = $((dirty * 4096)) ] && ok "floor copied exactly the dirty blocks" ||
