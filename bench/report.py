@@ -393,6 +393,22 @@ def size_section(out, goals):
             "readahead and write-back merging for both; what dsync adds "
             "beyond the floor is the dirty list, which is as long at any "
             "size.\n")
+        grows = sorted(ratio(med[(str(sizes[-1]), m)]["wall"],
+                             base[m]["wall"])
+                       for m in ("floor", "floor-p")
+                       if base.get(m) and (str(sizes[-1]), m) in med)
+        if len(grows) == 2 and grows[1] > 2 * grows[0]:
+            goals.append(
+                f"- **not judged**: fixed {count:,} dirty blocks, "
+                f"{human(sizes[0] << 20)} to {human(sizes[-1] << 20)}: "
+                f"dsync grew {fx(gd)}, but the two floors grew "
+                f"{fx(grows[0])} and {fx(grows[1])}: this run's noise is "
+                "larger than the effect (goal: no faster than the floor)")
+            out.append("The two floors disagree by more than 2x about "
+                       "their own growth, so this run cannot say whether "
+                       "dsync grows faster than the floor; it needs a "
+                       "quiet machine and more repetitions.\n")
+            return
         goals.append(goal_line(
             gd <= gf * 1.1,
             f"fixed {count:,} dirty blocks, {human(sizes[0] << 20)} to "
