@@ -1,190 +1,263 @@
 #!/bin/bash
-# dsync against the alternatives, on host files, side by side.
+# dsync against what users would run instead, on host files, side by side
+# (the dsync paper's section 4, and issue 17's goals). Writes raw CSV to
+# RESULTS; bench/report.py turns it into docs/benchmarks.md.
 #
-# A sparse image (SIZE_GIB, DATA_PCT of it written) and a replica identical
-# to it; then CHANGE_PCTS percent of its 4 KiB blocks are rewritten (in runs
-# like a file system writes them: 1 to 16 blocks), and the replica is
-# brought up to date by:
+# Data: SRC, SIZE_MIB of seeded random 4 KiB blocks (bench/bdata.c), and
+# DST, a replica equal to it. For each dirty pattern, the pattern's blocks
+# of SRC are rewritten with new random data, and DST is brought up to date
+# by each method in turn:
 #
 #   dsync      dmextract --dirty LIST --device SRC | dmmerge DST
-#              (LIST: the changed blocks, what dm-track would know)
-#   dsync -z   the same with a deflated stream
-#   rsync      rsync --inplace --no-whole-file SRC DST (the delta algorithm)
-#   blocksum   md5 of every 4 KiB block on both sides, copy the blocks that
-#              differ (the paper's "blockmd5sync"; a Python loop)
-#   copy       dd bs=4M of the whole image
+#              (LIST: the rewritten blocks, what dm-track would hand over)
+#   dsync-z    the same with -z (deflate level 1) on the stream
+#   rsync      rsync --inplace --no-whole-file -I SRC DST (the delta
+#              algorithm; -I: never skip on equal size and mtime)
+#   rsync-b4k  the same with -B 4096
+#   blocksync  bench/blocksync.c: 128-bit digests of every 4 KiB block on
+#              both ends, in parallel, only differing runs sent (the
+#              paper's blockmd5sync, as fast as it can be made)
+#   copy       dd bs=4M of the whole file
+#   floor      bench/floor.c: read and write exactly the dirty blocks,
+#              runs coalesced, in order, one at a time, readahead off
+#   floor-p    floor -p: the same list, reads and writes overlapped in two
+#              threads, readahead on (fewer, larger reads on dense
+#              patterns); the goals are judged against the faster floor
 #
-# Every method starts with both files out of the page cache, ends with the
-# replica synced (fsync), and is checked with cmp afterwards (not timed).
+# Before each run the page cache is dropped (as root, echo 3 >
+# /proc/sys/vm/drop_caches, as in the paper; otherwise, or with
+# DROP_CACHES=files, only SRC and DST are evicted); each run ends with DST
+# fsynced (the method's own fsync, then one more for those that have none:
+# rsync), and DST is compared with SRC by cmp afterwards (not timed): a
+# difference fails the benchmark. DST is then reset by rewriting the
+# pattern's blocks with their old data, which cmp has just proved is the
+# only difference.
 #
-# First, bench/stream_speed.c measures the stream's CPU cost on one core
-# (CRC32C, writer, reader; in memory, no I/O).
+# Each run records wall and CPU seconds (GNU time, all processes of the
+# method), bytes read from and written to the disk (the rusage block
+# counters), the bytes that would cross a network (the stream, rsync's
+# sent + received, blocksync's digests + runs; for copy and floor the data
+# they copy), and the load average when it started.
 #
-# Usage: bench/dsync-host.sh [DIR]     (DIR default: build/bench, needs
-#        about 3 x SIZE_GIB x DATA_PCT / 100 of free space)
-# Environment: SIZE_GIB (4), DATA_PCT (50), CHANGE_PCTS ("1 10"),
-#              METHODS ("dsync dsync-z rsync blocksum copy")
+# Experiments (PARTS):
+#   patterns   PATTERNS on SIZE_MIB, every method, REPS repetitions
+#              interleaved (method order repeats, so drift hits all alike;
+#              SLOW_METHODS only SLOW_REPS times: rsync takes minutes)
+#   size       SCALE_COUNT dirty blocks (random) on each of SCALE_MIB,
+#              SCALE_METHODS, SCALE_REPS
+#   fraction   FRACTIONS % of the blocks dirty (random) on SIZE_MIB,
+#              FRACTION_METHODS, FRACTION_REPS
+#
+# Usage: bench/dsync-host.sh [DIR]     (DIR: scratch space for two images
+#        of the largest size, default build/bench)
+# Environment (defaults): SIZE_MIB (4096), PATTERNS ("realistic random:1
+#   random:10"), METHODS (all above), REPS (3), SLOW_METHODS ("rsync
+#   rsync-b4k"), SLOW_REPS (1), PARTS ("patterns size fraction"), SCALE_MIB ("1024 4096 16384"), SCALE_COUNT (10000),
+#   SCALE_METHODS ("dsync floor floor-p blocksync"), SCALE_REPS (1),
+#   FRACTIONS ("0.1 0.5 1 2 5 10 25"), FRACTION_METHODS ("dsync floor
+#   floor-p blocksync"), FRACTION_REPS (1), SEED (1),
+#   RESULTS (bench/results), DROP_CACHES (all | files), VERIFY (cmp |
+#   known: check DST byte for byte against the source's known content,
+#   regenerated from the seeds, reading half as much as cmp), SKIP
+#   (PATTERN/METHOD pairs not to run, e.g. "random:10/rsync-b4k")
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/build/bin
 dir=${1:-$top/build/bench}
-size_gib=${SIZE_GIB:-4}
-data_pct=${DATA_PCT:-50}
-change_pcts=${CHANGE_PCTS:-1 10}
-methods=${METHODS:-dsync dsync-z rsync blocksum copy}
-py=python3
-[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+size_mib=${SIZE_MIB:-4096}
+patterns=${PATTERNS:-realistic random:1 random:10}
+methods=${METHODS:-dsync dsync-z rsync rsync-b4k blocksync copy floor floor-p}
+reps=${REPS:-3}
+slow_methods=${SLOW_METHODS:-rsync rsync-b4k}
+slow_reps=${SLOW_REPS:-1}
+parts=${PARTS:-patterns size fraction}
+scale_mib=${SCALE_MIB:-1024 4096 16384}
+scale_count=${SCALE_COUNT:-10000}
+scale_methods=${SCALE_METHODS:-dsync floor floor-p blocksync}
+scale_reps=${SCALE_REPS:-1}
+fractions=${FRACTIONS:-0.1 0.5 1 2 5 10 25}
+fraction_methods=${FRACTION_METHODS:-dsync floor floor-p blocksync}
+fraction_reps=${FRACTION_REPS:-1}
+seed=${SEED:-1}
+verify=${VERIFY:-cmp}
+skip=${SKIP:-}
+results=${RESULTS:-$top/bench/results}
+drop=${DROP_CACHES:-all}
+[ "$(id -u)" = 0 ] || drop=files
 
+die() { echo "dsync-host: $*" >&2; exit 1; }
 for t in dmextract dmmerge; do
-	[ -x "$bin/$t" ] || { echo "build/bin/$t is missing: run make" >&2; exit 1; }
+	[ -x "$bin/$t" ] || die "build/bin/$t is missing: run make"
 done
-for t in rsync dd cmp awk; do
-	command -v $t >/dev/null || { echo "$t is missing" >&2; exit 1; }
+for t in rsync dd cmp awk cc; do
+	command -v $t >/dev/null || die "$t is missing: run scripts/deps.sh"
 done
+[ -x /usr/bin/time ] || die "/usr/bin/time is missing: run scripts/deps.sh"
 
-mkdir -p "$dir"
-cc -O2 -D_GNU_SOURCE -I"$top/libtrack/include" -I"$top/libtrack/src" \
-	-o "$dir/stream_speed" "$top/bench/stream_speed.c" \
-	"$top/build/lib/libtrack.a" -lz
-pin=
-command -v taskset >/dev/null && pin="taskset -c 0"
-$pin "$dir/stream_speed" 256
-echo
-cd "$dir"
-src=src.img
-base=base.img
-dst=dst.img
+mkdir -p "$dir" "$results"
+dir=$(cd "$dir" && pwd)
+for p in bdata floor blocksync; do
+	cc -O2 -march=native -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
+		-o "$dir/$p" "$top/bench/$p.c" -lm
+done
+src=$dir/src.img
+dst=$dir/dst.img
+list=$dir/dirty.txt
+tmp=$dir/run
+mkdir -p "$tmp"
 
-# drop FILE... from the page cache
 uncache() {
-	local f
-	for f in "$@"; do
-		dd if="$f" iflag=nocache count=0 status=none
-		dd of="$f" oflag=nocache conv=notrunc,fdatasync count=0 status=none
-	done
-}
-
-echo "# making a $size_gib GiB image, $data_pct % written"
-rm -f "$src" "$base" "$dst"
-$py - "$src" "$size_gib" "$data_pct" <<'PY'
-import os, random, sys
-path, gib, pct = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-size = gib << 30
-rnd = random.Random(1)
-with open(path, "wb") as f:
-    f.truncate(size)
-    # written extents of 1 to 64 MiB, the rest holes
-    chunk = 1 << 20
-    for c in range(size // chunk):
-        if rnd.random() * 100 < pct:
-            f.seek(c * chunk)
-            f.write(os.urandom(chunk))
-PY
-cp --sparse=always "$src" "$base"
-
-# change PCT percent of the blocks of SRC, write the dirty list
-change() {
-	$py - "$src" "$1" >dirty.txt <<'PY'
-import os, random, sys
-path, pct = sys.argv[1], float(sys.argv[2])
-bs = 4096
-nblocks = os.path.getsize(path) // bs
-rnd = random.Random(int(pct * 100))
-target = int(nblocks * pct / 100)
-done = set()
-with open(path, "r+b") as f:
-    while len(done) < target:
-        first = rnd.randrange(nblocks)
-        n = min(rnd.randint(1, 16), nblocks - first)
-        f.seek(first * bs)
-        f.write(os.urandom(n * bs))
-        done.update(range(first, first + n))
-for b in sorted(done):
-    print(b)
-PY
-}
-
-# run NAME CMD...: time CMD (wall, CPU), after resetting the replica
-declare -A wall cpu sent
-run() {
-	local name=$1 t
-	shift
-	cp --sparse=always "$base" "$dst"
-	uncache "$src" "$dst"
 	sync
-	TIMEFORMAT='%R %U %S'
-	{ time bash -c "$*; sync -f $dst" >out.txt 2>err.txt; } 2>time.out ||
-		{ cat err.txt >&2; exit 1; }
-	read -r w u s <time.out
-	wall[$name]=$w
-	cpu[$name]=$(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }')
-	cmp -s "$src" "$dst" || { echo "$name: the replica differs!" >&2; exit 1; }
+	if [ "$drop" = all ]; then
+		echo 3 >/proc/sys/vm/drop_caches
+	else
+		local f
+		for f in "$src" "$dst"; do
+			dd if="$f" iflag=nocache count=0 status=none
+		done
+	fi
 }
 
-blocksum_py=$(cat <<'PY'
-import hashlib, sys
-src, dst = sys.argv[1], sys.argv[2]
-bs, chunk, sent = 4096, 1 << 20, 0
-with open(src, "rb") as a, open(dst, "r+b") as b:
-    off = 0
-    while True:
-        x = a.read(chunk)
-        if not x:
-            break
-        y = b.read(len(x))
-        for i in range(0, len(x), bs):
-            if hashlib.md5(x[i:i + bs]).digest() != \
-               hashlib.md5(y[i:i + bs]).digest():
-                b.seek(off + i)
-                b.write(x[i:i + bs])
-                sent += bs
-        b.seek(off + len(x))
-        off += len(x)
-print(sent)
-PY
-)
+# images SIZE_MIB: SRC and DST of generation 0, if not there already
+images() {
+	local bytes=$(($1 << 20))
+	if [ "$(stat -c %s "$src" 2>/dev/null)" != $bytes ] ||
+	   [ "$(stat -c %s "$dst" 2>/dev/null)" != $bytes ] ||
+	   ! cmp -s "$src" "$dst"; then
+		rm -f "$src" "$dst"
+		echo "# filling two images of $1 MiB" >&2
+		"$dir/bdata" fill "$src" "$1"
+		"$dir/bdata" fill "$dst" "$1"
+	fi
+}
 
-printf '\n%-9s %-9s %9s %9s %12s %9s %8s\n' "changed" "method" "wall s" "cpu s" \
-	"sent bytes" "vs dsync" "vs copy"
-for pct in $change_pcts; do
-	cp --sparse=always "$base" "$src"
-	change "$pct"
-	nchanged=$(wc -l <dirty.txt)
-	for m in $methods; do
-		case $m in
-		dsync)
-			run $m "$bin/dmextract --dirty dirty.txt --device $src |
-				$bin/dmmerge $dst"
-			sent[$m]=$("$bin/dmextract" --dirty dirty.txt \
-				--device $src | wc -c) ;;
-		dsync-z)
-			run $m "$bin/dmextract -z --dirty dirty.txt --device $src |
-				$bin/dmmerge $dst"
-			sent[$m]=$("$bin/dmextract" -z --dirty dirty.txt \
-				--device $src | wc -c) ;;
-		rsync)
-			run $m "rsync --inplace --no-whole-file --stats $src $dst"
-			sent[$m]=$(sed -n 's/^Total bytes sent: \([0-9,]*\).*/\1/p' out.txt |
-				tr -d ,) ;;
-		blocksum)
-			run $m "$py -c '$blocksum_py' $src $dst"
-			sent[$m]=$(cat out.txt) ;;
-		copy)
-			run $m "dd if=$src of=$dst bs=4M conv=notrunc status=none"
-			sent[$m]=$((size_gib << 30)) ;;
-		esac
+# cmd METHOD: the command line that syncs DST from SRC
+cmd() {
+	case $1 in
+	dsync) echo "$bin/dmextract --no-progress --dirty $list --device $src | $bin/dmmerge $dst" ;;
+	dsync-z) echo "$bin/dmextract --no-progress -z --dirty $list --device $src | $bin/dmmerge $dst" ;;
+	rsync) echo "rsync --inplace --no-whole-file -I --stats $src $dst" ;;
+	rsync-b4k) echo "rsync --inplace --no-whole-file -I -B 4096 --stats $src $dst" ;;
+	blocksync) echo "$dir/blocksync $src $dst" ;;
+	copy) echo "dd if=$src of=$dst bs=4M conv=notrunc,fsync status=none" ;;
+	floor) echo "$dir/floor $list $src $dst" ;;
+	floor-p) echo "$dir/floor -p $list $src $dst" ;;
+	*) die "unknown method $1 (see the list at the top of $0)" ;;
+	esac
+}
+
+# moved METHOD: bytes the method would send over a network
+moved() {
+	case $1 in
+	dsync) "$bin/dmextract" --no-progress --dirty "$list" --device "$src" | wc -c ;;
+	dsync-z) "$bin/dmextract" --no-progress -z --dirty "$list" --device "$src" | wc -c ;;
+	rsync | rsync-b4k)
+		awk -F': ' '/^Total bytes (sent|received)/ {
+			gsub(/,/, "", $2); n += $2 } END { print n }' "$tmp/out" ;;
+	blocksync) awk '{ print $1 }' "$tmp/out" ;;
+	copy) stat -c %s "$src" ;;
+	floor | floor-p) cat "$tmp/out" ;;
+	esac
+}
+
+csv=
+# run EXPERIMENT MIB PATTERN DIRTY RUNS METHOD REP
+run() {
+	local c load w u s i o mv
+	c=$(cmd "$6")
+	uncache
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	/usr/bin/time -f '%e %U %S %I %O' -o "$tmp/time" \
+		bash -c "$c && dd of=$dst conv=notrunc,fsync count=0 status=none" >"$tmp/out" 2>"$tmp/err" ||
+		{ cat "$tmp/err" >&2; die "$6 failed: $c"; }
+	read -r w u s i o <"$tmp/time"
+	if [ "$verify" = cmp ]; then
+		cmp "$src" "$dst" >/dev/null ||
+			die "$6 left a replica that differs from the source ($c)"
+	else
+		"$dir/bdata" verify "$dst" "$list" 1 ||
+			die "$6 left a replica that differs from the source ($c)"
+	fi
+	mv=$(moved "$6")
+	echo "$1,$2,$3,$4,$5,$6,$7,$w,$u,$s,$((i * 512)),$((o * 512)),$mv,$load" >>"$csv"
+	printf '%-9s %6s MiB %-11s %8s blocks %-10s #%s  wall %6.2f s  cpu %6.2f s\n' \
+		"$1" "$2" "$3" "$4" "$6" "$7" "$w" "$(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }')" >&2
+	"$dir/bdata" apply "$dst" "$list" 0
+}
+
+# pattern EXPERIMENT MIB PATTERN COUNT REPS METHODS...
+pattern() {
+	local exp=$1 mib=$2 pat=$3 count=$4 nreps=$5 dirty runs r m
+	shift 5
+	"$dir/bdata" list "$pat" $((mib << 8)) "$seed" $count >"$list" \
+		2>"$tmp/stats" || { cat "$tmp/stats" >&2; die "no pattern $pat"; }
+	read -r dirty runs <"$tmp/stats"
+	"$dir/bdata" apply "$src" "$list" 1
+	for r in $(seq 1 "$nreps"); do
+		for m in "$@"; do
+			if [ "$r" -gt "$slow_reps" ] &&
+			   [[ " $slow_methods " == *" $m "* ]]; then
+				continue
+			fi
+			[[ " $skip " == *" $pat/$m "* ]] && continue
+			run "$exp" "$mib" "$pat" "$dirty" "$runs" "$m" "$r"
+		done
 	done
-	for m in $methods; do
-		printf '%-9s %-9s %9.2f %9.2f %12s %8.1fx %7.2fx\n' \
-			"$pct% ($nchanged)" "$m" "${wall[$m]}" "${cpu[$m]}" \
-			"${sent[$m]}" \
-			"$(awk -v a="${wall[$m]}" -v b="${wall[dsync]}" \
-				'BEGIN { print (b > 0 ? a / b : 0) }')" \
-			"$(awk -v a="${wall[$m]}" -v b="${wall[copy]:-${wall[$m]}}" \
-				'BEGIN { print (b > 0 ? a / b : 0) }')"
-	done
+	"$dir/bdata" apply "$src" "$list" 0
+}
+
+header=experiment,size_mib,pattern,dirty_blocks,runs,method,rep,wall_s,user_s,sys_s,read_bytes,written_bytes,moved_bytes,load1
+meta() {
+	cat >"$results/dsync-host-$1.json" <<EOF
+{
+  "experiment": "$1",
+  "command": "$2",
+  "started": "$3",
+  "finished": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "host_cpus": $(nproc),
+  "cpu_model": "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)",
+  "mem_gib": $(awk '/MemTotal/ { printf "%d", $2 / 1048576 }' /proc/meminfo),
+  "kernel": "$(uname -r)",
+  "fs": "$(df -T "$dir" | awk 'NR == 2 { print $2 " on " $1 }')",
+  "drop_caches": "$drop",
+  "load_start": "$4",
+  "load_end": "$(cut -d' ' -f1-3 /proc/loadavg)",
+  "rsync": "$(rsync --version | head -n 1)",
+  "git": "$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+}
+EOF
+}
+
+for part in $parts; do
+	csv=$results/dsync-host-$part.csv
+	echo "$header" >"$csv"
+	started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	case $part in
+	patterns)
+		what="SIZE_MIB=$size_mib PATTERNS='$patterns' REPS=$reps SLOW_METHODS='$slow_methods' SLOW_REPS=$slow_reps SKIP='$skip' VERIFY=$verify"
+		images "$size_mib"
+		for p in $patterns; do
+			pattern patterns "$size_mib" "$p" "" "$reps" $methods
+		done ;;
+	size)
+		what="SCALE_MIB='$scale_mib' SCALE_COUNT=$scale_count SCALE_REPS=$scale_reps VERIFY=$verify"
+		for mib in $scale_mib; do
+			images "$mib"
+			pattern size "$mib" random:1 "$scale_count" \
+				"$scale_reps" $scale_methods
+		done ;;
+	fraction)
+		what="SIZE_MIB=$size_mib FRACTIONS='$fractions' FRACTION_REPS=$fraction_reps VERIFY=$verify"
+		images "$size_mib"
+		for f in $fractions; do
+			pattern fraction "$size_mib" "random:$f" "" \
+				"$fraction_reps" $fraction_methods
+		done ;;
+	*) die "unknown part $part (patterns, size, fraction)" ;;
+	esac
+	meta "$part" "$what bench/dsync-host.sh" "$started" "$load"
 done
-echo
-echo "# $(nproc) CPUs, $(uname -r), $(df -T "$dir" | awk 'NR == 2 { print $2 }') on $(df "$dir" | awk 'NR == 2 { print $1 }'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-rm -f "$src" "$base" "$dst" dirty.txt out.txt err.txt time.out stream_speed
+rm -rf "$src" "$dst" "$list" "$tmp"
+echo "dsync-host: results in ${results#"$top"/}/dsync-host-*.csv" >&2

@@ -1,67 +1,99 @@
 #!/bin/bash
-# make bench: every benchmark, side by side in one run, written to
-# docs/benchmarks.md (the command that made each table sits above it).
+# make bench: every benchmark, side by side, raw results into bench/results/,
+# then docs/benchmarks.md and its plots regenerated from them
+# (bench/report.py).
 #
-#   host  bench/dsync-host.sh   dsync vs rsync vs block checksums vs copy
-#   host  bench/uds-cpu.sh      the UDS paper's CPU benchmark (fallback mode)
-#   host  bench/rehash.sh       block-list re-hash per write, ranges vs whole
-#   host  bench/uds-syncthing.sh  uds-plus vs Syncthing alone, real pace
-#   VM    boots named bench*    dm-track write path vs dm-linear, inotify
-#                               ranges on vs off, uds-plus ranges vs fallback
+#   dsync   host  bench/dsync-host.sh   dsync vs rsync vs block checksums vs
+#                                       copy vs the raw floor (CSV + JSON)
+#   stream  host  bench/stream_speed.c  the stream's CPU cost on one core
+#   uds     host  bench/uds-cpu.sh      the UDS paper's CPU benchmark
+#   rehash  host  bench/rehash.sh       block-list re-hash per write, ranges
+#                                       vs whole file
+#   syncthing host bench/uds-syncthing.sh uds-plus vs Syncthing alone, real
+#                                       pace (writes docs/benchmarks-uds.md)
+#   vm      VM    boots named bench*    dm-track write path vs dm-linear and
+#                                       dm-era, inotify ranges on vs off,
+#                                       uds-plus ranges vs fallback
+#   report        bench/report.py       docs/benchmarks.md from bench/results
 #
-# Ratios are what to compare; absolute numbers drift with the machine and,
-# in the VM, with QEMU's TCG.
+# A benchmark added later joins the page by writing a .csv (+ .json), .txt
+# or .md into bench/results/ (see bench/report.py for the conventions).
+#
+# Usage: bench/run.sh [PART...]      (default: all of the above, in order)
+# Environment: RESULTS (bench/results), BENCH_DOC (docs/benchmarks.md),
+# STREAM_MIB (256).
+# The environment of bench/dsync-host.sh (SIZE_MIB, REPS, PARTS, ...)
+# passes through. Ratios are what to compare; absolute numbers drift with
+# the machine and its load, and in the VM with QEMU's TCG.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-out=$top/docs/benchmarks.md
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+results=${RESULTS:-$top/bench/results}
+export RESULTS=$results
+mkdir -p "$results"
+parts=${*:-dsync stream uds rehash syncthing vm report}
+status=0
 
-section() {
-	local title=$1 cmd=$2
-	shift 2
+# text NAME TITLE SHOWN COMMAND...: run COMMAND, keep its output as
+# NAME.txt under TITLE, with SHOWN as the command to repeat it
+text() {
+	local name=$1 title=$2 shown=$3
+	shift 3
 	echo "== $title" >&2
 	{
-		echo
-		echo "## $title"
-		echo
-		echo "Command: \`$cmd\`"
-		echo
-		echo '```'
-	} >>"$tmp/out.md"
-	if ! "$@" 2>&1 | tee -a "$tmp/out.md"; then
-		echo "(failed)" | tee -a "$tmp/out.md"
+		echo "# $title"
+		echo "command: $shown"
+		echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs," \
+			"load $(cut -d' ' -f1-3 /proc/loadavg)"
+	} >"$results/$name.txt.new"
+	if "$@" 2>&1 | tee -a "$results/$name.txt.new"; then
+		mv "$results/$name.txt.new" "$results/$name.txt"
+	else
+		echo "bench: $title failed; $name.txt keeps the last good run" >&2
+		rm -f "$results/$name.txt.new"
 		status=1
 	fi
-	echo '```' >>"$tmp/out.md"
 }
 
-status=0
-{
-	echo "# Benchmark results"
-	echo
-	echo "Written by \`make bench\` ($(date -u +%Y-%m-%d)) on $(nproc) CPUs,"
-	echo "$(awk '/MemTotal/ { printf "%d GiB", $2 / 1048576 }' /proc/meminfo)," \
-	     "$(uname -r) host kernel; VM results from QEMU TCG on the patched"
-	echo "kernel. Compare the ratios within a table: every table was measured"
-	echo "in one run, its rows side by side."
-	echo
-	echo "Analyses of these numbers: [dsync](benchmarks-dsync.md),"
-	echo "[uds-plus](benchmarks-uds.md)."
-} >"$tmp/out.md"
+stream_speed() {
+	local d
+	d=$(mktemp -d)
+	cc -O2 -D_GNU_SOURCE -I"$top/libtrack/include" -I"$top/libtrack/src" \
+		-o "$d/stream_speed" "$top/bench/stream_speed.c" \
+		"$top/build/lib/libtrack.a" -lz || return 1
+	taskset -c 0 "$d/stream_speed" "${STREAM_MIB:-256}"
+	local rc=$?
+	rm -rf "$d"
+	return $rc
+}
 
-section "dsync against rsync, block checksums and a full copy (host files)" \
-	"bench/dsync-host.sh" "$top/bench/dsync-host.sh"
-section "uds-plus: the paper's CPU benchmark, fallback mode (host)" \
-	"bench/uds-cpu.sh" "$top/bench/uds-cpu.sh"
-section "A block-list client: re-hash cost per 4 KiB write, ranges vs whole file (host)" \
-	"bench/rehash.sh" "$top/bench/rehash.sh"
-section "uds-plus in front of a real Syncthing, against Syncthing alone (host)" \
-	"bench/uds-syncthing.sh" "$top/bench/uds-syncthing.sh"
-section "In the VM: dm-track write path, inotify ranges, uds-plus ranges mode" \
-	"scripts/vm-run.sh --bench" "$top/scripts/vm-run.sh" --bench \
-	--out "$top/build/bench-vm"
-
-cp "$tmp/out.md" "$out"
-echo "bench: results in ${out#"$top"/}" >&2
+for part in $parts; do
+	case $part in
+	dsync)
+		echo "== dsync against its peers (host files)" >&2
+		"$top/bench/dsync-host.sh" || status=1 ;;
+	stream)
+		text stream-speed "The dsync stream on one core (taskset -c 0)" \
+			"bench/run.sh stream (bench/stream_speed.c, STREAM_MIB=${STREAM_MIB:-256})" \
+			stream_speed ;;
+	uds)
+		text uds-cpu "uds-plus: the paper's CPU benchmark, fallback mode (host)" \
+			"bench/uds-cpu.sh" "$top/bench/uds-cpu.sh" ;;
+	rehash)
+		text rehash "A block-list client: re-hash cost per 4 KiB write, ranges vs whole file (host)" \
+			"bench/rehash.sh" "$top/bench/rehash.sh" ;;
+	syncthing)
+		text uds-syncthing "uds-plus in front of a real Syncthing, against Syncthing alone (host)" \
+			"bench/uds-syncthing.sh" "$top/bench/uds-syncthing.sh" ;;
+	vm)
+		text vm-bench "In the VM: dm-track write path, inotify ranges, uds-plus ranges mode" \
+			"scripts/vm-run.sh --bench" \
+			"$top/scripts/vm-run.sh" --bench --out "$top/build/bench-vm" ;;
+	report)
+		/usr/bin/python3 "$top/bench/report.py" "$results" \
+			"${BENCH_DOC:-$top/docs/benchmarks.md}" || status=1 ;;
+	*)
+		echo "bench: unknown part $part (dsync stream uds rehash syncthing vm report)" >&2
+		exit 2 ;;
+	esac
+done
 exit $status

@@ -21,10 +21,11 @@ fi
 [ $# -gt 0 ] || set -- all
 
 BUILD="build-essential pkg-config zlib1g-dev libmnl-dev libdevmapper-dev"
-TEST="libcmocka-dev python3 e2fsprogs util-linux syncthing curl"
+TEST="libcmocka-dev python3 e2fsprogs util-linux syncthing curl
+	rsync time python3-matplotlib"
 VM="dmsetup xfsprogs kmod qemu-system-x86 busybox-static cpio
 	linux-source-6.12 xz-utils flex bison bc libelf-dev libssl-dev dwarves
-	ccache rsync fio liburing-dev"
+	ccache fio liburing-dev"
 
 PACKAGES=""
 for g in "$@"; do

@@ -1,0 +1,109 @@
+#!/bin/bash
+# Every host benchmark script still runs end to end, on tiny inputs, so
+# `make bench` does not rot between real runs: bench/dsync-host.sh (all
+# three parts, every method, each result cmp-verified by the script),
+# the seeded pattern generator, the block-checksum sync and the floor on
+# their own, bench/run.sh's stream and uds parts, and bench/report.py
+# (tables, goals, plots, other benchmarks' result files). Times measured
+# here mean nothing; only that the pieces work and agree.
+# timeout: 300
+. "$(dirname "$0")/lib.sh"
+
+for t in dmextract dmmerge; do
+	[ -x "$BUILD/bin/$t" ] || skip_all "build/bin/$t missing: run make"
+done
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null ||
+	{ echo "python3-matplotlib is missing: run scripts/deps.sh" >&2; exit 1; }
+
+res=$TMP/results
+export RESULTS=$res DROP_CACHES=files
+
+# the dsync benchmark, all parts, every method
+check "dsync-host.sh runs every method and part (each cmp-verified)" \
+	env SIZE_MIB=16 REPS=1 SCALE_MIB="8 16" SCALE_COUNT=300 \
+	FRACTIONS="1 10" "$TOP/bench/dsync-host.sh" "$TMP/scratch"
+rows=$(grep -c '^patterns,' "$res/dsync-host-patterns.csv")
+[ "$rows" = 24 ] && ok "3 patterns x 8 methods in the CSV" ||
+	not_ok "3 patterns x 8 methods in the CSV (got $rows rows)"
+check "size and fraction CSVs have rows" \
+	grep -q '^size,16,random:1,300,' "$res/dsync-host-size.csv"
+check "the fraction CSV has both fractions" \
+	grep -q '^fraction,16,random:10,' "$res/dsync-host-fraction.csv"
+check "the machine JSON parses" /usr/bin/python3 -m json.tool \
+	"$res/dsync-host-patterns.json"
+
+# the faster verification and the skip list
+check "VERIFY=known and SKIP" env RESULTS="$TMP/known" PARTS=patterns \
+	SIZE_MIB=16 REPS=2 PATTERNS=realistic METHODS="dsync floor blocksync" \
+	SLOW_METHODS=blocksync SKIP=realistic/floor VERIFY=known \
+	"$TOP/bench/dsync-host.sh" "$TMP/scratch"
+got=$(cut -d, -f6,7 "$TMP/known/dsync-host-patterns.csv" | tail -n +2 | sort |
+	tr '\n' ' ')
+[ "$got" = "blocksync,1 dsync,1 dsync,2 " ] &&
+	ok "SKIP and SLOW_METHODS leave the right runs" ||
+	not_ok "SKIP and SLOW_METHODS leave the right runs (got: $got)"
+
+# the pieces on their own
+bin=$TMP/scratch
+"$bin/bdata" list realistic 8192 7 >"$TMP/a" 2>"$TMP/a.n"
+"$bin/bdata" list realistic 8192 7 >"$TMP/b" 2>/dev/null
+check "the pattern generator is deterministic for a seed" cmp "$TMP/a" "$TMP/b"
+read -r dirty runs <"$TMP/a.n"
+listed=$(awk -F- '{ n += NF == 2 ? $2 - $1 + 1 : 1 } END { print n }' "$TMP/a")
+[ "$dirty" = "$listed" ] && [ "$runs" = "$(wc -l <"$TMP/a")" ] &&
+	ok "the generator's counts match its list ($dirty blocks, $runs runs)" ||
+	not_ok "the generator's counts match its list ($dirty/$listed, $runs)"
+"$bin/bdata" list random:1 8192 7 1000 >"$TMP/c" 2>"$TMP/c.n"
+check "COUNT sets the number of dirty blocks" grep -q '^1000 ' "$TMP/c.n"
+
+"$bin/bdata" fill "$TMP/src" 32 0
+"$bin/bdata" fill "$TMP/dst" 32 0
+"$bin/bdata" apply "$TMP/src" "$TMP/a" 1
+cmp -s "$TMP/src" "$TMP/dst" && not_ok "apply changed the source" ||
+	ok "apply changed the source"
+out=$("$bin/blocksync" "$TMP/src" "$TMP/dst")
+check "blocksync makes the replica equal" cmp "$TMP/src" "$TMP/dst"
+[ "${out#* }" = "$dirty" ] && ok "blocksync sent exactly the dirty blocks" ||
+	not_ok "blocksync sent exactly the dirty blocks ($out, want $dirty)"
+"$bin/bdata" apply "$TMP/dst" "$TMP/a" 0
+"$bin/bdata" fill "$TMP/ref" 32 0
+check "apply GEN 0 restores the old replica" cmp "$TMP/dst" "$TMP/ref"
+check "verify accepts the replica it describes" \
+	"$bin/bdata" verify "$TMP/dst" "$TMP/a" 0
+check "verify accepts the source it describes" \
+	"$bin/bdata" verify "$TMP/src" "$TMP/a" 1
+printf 'x' | dd of="$TMP/ref" bs=1 seek=$((20 << 20)) conv=notrunc status=none
+! "$bin/bdata" verify "$TMP/ref" "$TMP/a" 0 2>/dev/null &&
+	ok "verify finds one changed byte" || not_ok "verify finds one changed byte"
+out=$("$bin/floor" "$TMP/a" "$TMP/src" "$TMP/dst")
+check "floor makes the replica equal" cmp "$TMP/src" "$TMP/dst"
+[ "$out" = $((dirty * 4096)) ] && ok "floor copied exactly the dirty blocks" ||
+	not_ok "floor copied exactly the dirty blocks ($out)"
+"$bin/bdata" apply "$TMP/dst" "$TMP/a" 0
+out=$("$bin/floor" -p "$TMP/a" "$TMP/src" "$TMP/dst")
+check "floor -p makes the replica equal" cmp "$TMP/src" "$TMP/dst"
+[ "$out" = $((dirty * 4096)) ] && ok "floor -p copied exactly the dirty blocks" ||
+	not_ok "floor -p copied exactly the dirty blocks ($out)"
+
+# run.sh's host parts, and the report with another benchmark's files
+check "run.sh stream and uds parts" env STREAM_MIB=8 UDS_BENCH_TOTAL=65536 \
+	"$TOP/bench/run.sh" stream uds
+check "the stream part kept its output" grep -qi crc32c "$res/stream-speed.txt"
+printf 'target,writes/s\nlinear,1000\n' >"$res/zz-other.csv"
+echo '{"title": "Another benchmark", "command": "its command"}' \
+	>"$res/zz-other.json"
+mkdir -p "$TMP/docs"
+check "run.sh report part" env BENCH_DOC="$TMP/docs/benchmarks.md" \
+	"$TOP/bench/run.sh" report
+doc=$TMP/docs/benchmarks.md
+for s in "## The goals" "## dsync against its peers" "### realistic" \
+	 "## Scaling with the device size" "## Scaling with the dirty fraction" \
+	 "## The dsync stream on one core" "## uds-plus: the paper's CPU" \
+	 "## Another benchmark" "| linear | 1000 |"; do
+	check "the page has '$s'" grep -qF "$s" "$doc"
+done
+for p in patterns size fraction; do
+	check "plot $p is a PNG" sh -c "head -c 4 '$TMP/docs/img/bench-dsync-$p.png' |
+		grep -q PNG"
+done
+done_testing
