@@ -52,16 +52,16 @@ install_pkgs() {
 # The versioned package a meta-package (linux-headers-amd64) stands for,
 # followed down to the one that has files; the package itself otherwise.
 resolve() {
-	local p=$1 kind flavour dep i
+	local p=$1 kind flavour dep
 
 	case "$p" in
 	linux-headers-*) kind=linux-headers ;;
 	*) kind=linux-image ;;
 	esac
 	flavour=${p##*-}		# amd64
-	for i in 1 2 3; do
+	for _ in 1 2 3; do
 		dep=$(dpkg-query -W -f='${Depends}' "$p" 2>/dev/null |
-			tr ',|' '\n\n' | sed 's/^ *//; s/ .*//' |
+			sed 's/[,|]/\n/g' | sed 's/^ *//; s/ .*//' |
 			grep -E "^$kind-[0-9][^ ]*-$flavour\$" | head -n 1)
 		[ -n "$dep" ] || break
 		p=$dep
