@@ -4,7 +4,8 @@
 #   make check      every test: host unit and shell tests, then the VM tests
 #   make demo       boot the patched kernel in QEMU and run the main jobs
 #   make kernel     the patched test kernel (cached outside the repo)
-#   make initramfs  the VM's initramfs (tools, selftests, module, dmsetup)
+#   make initramfs  the VM's initramfs (tools, selftests, module, dmsetup),
+#                   and one for Debian's stock kernel (dm-track from DKMS)
 #   make bench      benchmarks; results go to docs/benchmarks.md
 #   make install    PREFIX=/usr/local DESTDIR=
 #
@@ -189,6 +190,7 @@ selftests: kernel all
 
 initramfs: module selftests all
 	scripts/initramfs.sh
+	scripts/stock-kernel.sh
 
 dm-track-patch:
 	scripts/gen-dm-track-patch.sh

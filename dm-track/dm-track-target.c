@@ -592,7 +592,7 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	ti->num_write_zeroes_bios = 1;
 	ti->per_io_data_size = sizeof(struct track_bio);
 	ti->accounts_remapped_io = true;
-	ti->flush_bypasses_map = true;
+	compat_set_flush_bypasses_map(ti);
 	ti->private = tc;
 
 	/* The check and the insertion under one hold: no two creates race. */

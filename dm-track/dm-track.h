@@ -18,6 +18,8 @@
 #include <linux/uuid.h>
 #include <linux/workqueue.h>
 
+#include "dm-track-compat.h"
+
 #define DM_MSG_PREFIX "track"
 
 /*

@@ -91,13 +91,36 @@ awk -v maint="$maint" '/^DEVICE-MAPPER VDO TARGET$/ && !done {
 	}
 	{ print }' "$src/MAINTAINERS" >"$work/MAINTAINERS"
 
+# In tree, dm-track builds against the kernel it is part of: the copies
+# drop dm-track-compat.h (the #include and the blank line after it), write
+# each compat_*() wrapper back as the statement it stands for, and leave out
+# the part of dm-track.rst between the dm-track-compat-begin and -end
+# comments (with the blank line before it), which is about older kernels.
+intree() {
+	awk '
+		/^#include "dm-track-compat\.h"$/ { skip = 1; next }
+		skip && /^$/ { skip = 0; next }
+		{ skip = 0 }
+		/^\.\. dm-track-compat-begin$/ { out = 1; blank = 0; next }
+		/^\.\. dm-track-compat-end$/ { out = 0; next }
+		out { next }
+		/^$/ { if (blank) print ""; blank = 1; next }
+		{ if (blank) print ""; blank = 0; print }
+		END { if (blank) print "" }' "$1" |
+		sed 's/compat_set_flush_bypasses_map(\([^)]*\))/\1->flush_bypasses_map = true/' \
+		>"$2"
+	if grep -n 'compat' "$2" >&2; then
+		die "$1 still uses dm-track-compat.h after mapping back; teach intree() in $(basename "$0") its new wrapper"
+	fi
+}
+
 for o in $objs; do
-	cp "$top/dm-track/${o%.o}.c" "$work/drivers/md/"
+	intree "$top/dm-track/${o%.o}.c" "$work/drivers/md/${o%.o}.c"
 done
-cp "$top/dm-track/dm-track.h" "$work/drivers/md/"
+intree "$top/dm-track/dm-track.h" "$work/drivers/md/dm-track.h"
 mkdir -p "$work/include/uapi/linux"
 cp "$top/dm-track/include/uapi/linux/dm-track.h" "$work/include/uapi/linux/"
-cp "$top/dm-track/dm-track.rst" \
+intree "$top/dm-track/dm-track.rst" \
 	"$work/Documentation/admin-guide/device-mapper/dm-track.rst"
 
 g add -A

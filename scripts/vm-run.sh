@@ -22,7 +22,9 @@
 # disks as they were.
 #
 # The entries of build/selftests/tests.list are grouped by their boot column;
-# each boot is one QEMU run. Boots whose names differ only in trailing digits
+# each boot is one QEMU run. Boots named stock* boot Debian's stock kernel
+# with build/initramfs-stock.cpio (scripts/stock-kernel.sh), every other
+# boot the patched test kernel. Boots whose names differ only in trailing digits
 # (crash1, crash2) form a chain: they run one after another on the same four
 # virtio disks (sparse files), so a test can crash the VM in one boot and
 # check what survived in the next. Chains are independent, each with disks
@@ -127,6 +129,23 @@ if [ ${#boots[@]} -eq 0 ]; then
 fi
 [ ${#boots[@]} -gt 0 ] || die "no boots to run in $list"
 
+# Debian's stock kernel, for the stock* boots.
+stock_initrd="$top/build/initramfs-stock.cpio"
+stock_skip=
+STOCK_KIMAGE=
+if printf '%s\n' "${boots[@]}" | grep -q '^stock'; then
+	if [ ! -f "$top/build/stock.env" ]; then
+		stock_skip="build/stock.env is missing; run 'make initramfs'"
+	else
+		# shellcheck disable=SC1091
+		. "$top/build/stock.env"
+		stock_skip=${STOCK_SKIP:-}
+		if [ -z "$stock_skip" ] && { [ ! -f "$STOCK_KIMAGE" ] || [ ! -f "$stock_initrd" ]; }; then
+			stock_skip="$STOCK_KIMAGE or $stock_initrd is missing; run 'make initramfs'"
+		fi
+	fi
+fi
+
 accel="-accel tcg,thread=multi -cpu max"
 if [ "${LIBTRACK_KVM:-0}" = 1 ]; then
 	accel="-accel kvm -cpu host"
@@ -155,12 +174,24 @@ chain_of() {
 # One QEMU run of BOOT on the disks in DISKS; its KTAP goes to
 # $out/tap-BOOT, and what a person should see to stdout and stderr.
 run_boot() {
-	local boot=$1 disks=$2 budget console results qrc
+	local boot=$1 disks=$2 budget console results qrc kimage=$KIMAGE
+	local bootrd=$initrd
 
 	budget=$(grep -v '^[[:space:]]*#' "$list" | grep -E -- "${only:-.}" |
 		awk -v b="$boot" '$1 == b { t += $2 } END { print t + 120 }')
 	console="$out/console-$boot.log"
 	results="$out/results-$boot.log"
+	case "$boot" in
+	stock*)
+		if [ -n "$stock_skip" ]; then
+			echo "ok 1 boot-$boot # SKIP $stock_skip" >"$out/tap-$boot"
+			echo "vm[$boot]: skipped: $stock_skip"
+			return
+		fi
+		kimage=$STOCK_KIMAGE
+		bootrd=$stock_initrd
+		;;
+	esac
 	[ $demo = 1 ] || echo "vm: boot '$boot' (up to ${budget}s)"
 
 	# shellcheck disable=SC2086
@@ -170,7 +201,7 @@ run_boot() {
 		-m "${LIBTRACK_VM_MEM:-2G}" \
 		-nodefaults -display none -no-reboot \
 		-pidfile "$out/qemu-$boot.pid" \
-		-kernel "$KIMAGE" -initrd "$initrd" \
+		-kernel "$kimage" -initrd "$bootrd" \
 		-append "console=ttyS0 libtrack.boot=$boot libtrack.cpus=$cpus ${only:+libtrack.only=$only} panic=-1 log_buf_len=8M loglevel=5 printk.devkmsg=on acpi=noirq ${LIBTRACK_VM_APPEND:-}" \
 		-serial "file:$console" -serial stdio \
 		-drive "file=$disks/vda.img,if=virtio,format=raw,cache=writeback,discard=unmap" \

@@ -40,7 +40,14 @@ done <"$TOP/kernel-patches/series"
 for f in "$TOP"/dm-track/*.[ch] "$TOP"/dm-track/include/uapi/linux/*.h; do
 	case "$f" in *.mod.c) continue ;; esac
 	name=${f#"$TOP"/}
-	if out=$(checkpatch --no-tree -f "$f" 2>&1) && [ -z "$out" ]; then
+	# dm-track-compat.h exists to test LINUX_VERSION_CODE, never goes in
+	# tree (the patch above drops it), and its genl_info_dump() must name
+	# its argument twice to build a genl_info in the caller's scope.
+	ignore=
+	case "$f" in */dm-track-compat.h)
+		ignore=--ignore=LINUX_VERSION_CODE,CONSTANT_COMPARISON,MACRO_ARG_REUSE ;;
+	esac
+	if out=$(checkpatch --no-tree $ignore -f "$f" 2>&1) && [ -z "$out" ]; then
 		ok "checkpatch --strict: $name"
 	else
 		not_ok "checkpatch --strict: $name"
