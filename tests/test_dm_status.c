@@ -70,9 +70,23 @@ static void create_refuses_nonzero_reserved_fields(void **state)
 {
 	struct track_dm_params p = { .data_dev = "/dev/null" };
 
-	p.reserved[7] = 1;
+	p.reserved[6] = 1;
 	assert_int_equal(track_dm_create("libtrack-test", &p), -EINVAL);
 	assert_int_equal(track_dm_create("libtrack-test", NULL), -EINVAL);
+}
+
+/* A region size needs a metadata device and must be a power of two. */
+static void create_refuses_a_bad_region_size(void **state)
+{
+	struct track_dm_params p = { .data_dev = "/dev/null", .length = 8,
+				     .region_size = 65536 };
+
+	assert_int_equal(track_dm_create("libtrack-test", &p), -EINVAL);
+	p.metadata_dev = "/dev/null";
+	p.region_size = 65536 + 512;
+	assert_int_equal(track_dm_create("libtrack-test", &p), -EINVAL);
+	p.region_size = 2048;	/* less than the 4 KiB block */
+	assert_int_equal(track_dm_create("libtrack-test", &p), -EINVAL);
 }
 
 int main(void)
@@ -82,6 +96,7 @@ int main(void)
 		cmocka_unit_test(frozen_epoch_and_metadata_parse),
 		cmocka_unit_test(malformed_lines_are_refused),
 		cmocka_unit_test(create_refuses_nonzero_reserved_fields),
+		cmocka_unit_test(create_refuses_a_bad_region_size),
 	};
 
 	return cmocka_run_group_tests_name("dm status", tests, NULL, NULL);
