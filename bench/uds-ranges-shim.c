@@ -26,8 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define IN_REPORT_RANGE 0x00000001
-#define IN_RANGE        0x00080000
+#define IN_REPORT_RANGE 0x08000000
+#define IN_RANGE        0x00800000
 
 static int ranged_fds[16], nr_fds;
 static struct { int fd, wd; char *dir; } wds[4096];

@@ -34,11 +34,11 @@ extern "C" {
  */
 #ifndef IN_REPORT_RANGE
 /* inotify_init1() flag: IN_MODIFY events carry the changed byte range */
-#define IN_REPORT_RANGE 0x00000001
+#define IN_REPORT_RANGE 0x08000000
 #endif
 #ifndef IN_RANGE
 /* event mask bit: the event ends with a struct inotify_range */
-#define IN_RANGE        0x00080000
+#define IN_RANGE        0x00800000
 #endif
 
 /* Size of the { __u64 offset; __u64 length; } record at the end of len. */
