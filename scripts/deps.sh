@@ -16,6 +16,7 @@ PACKAGES="
 	linux-source-6.12 xz-utils
 	flex bison bc libelf-dev libssl-dev dwarves
 	ccache rsync fio python3 liburing-dev
+	clang libclang-rt-dev
 "
 
 missing=""
