@@ -66,12 +66,15 @@ struct merge {
 	uint64_t tsize;
 	bool tregular;
 	bool created;
+	bool resize;		/* size the empty file before the first write */
+	bool resized;
 
 	struct state st;
 
 	/* --undo */
 	int ufd;
 	struct track_stream_writer *uw;
+	bool undo_used;		/* a batch of old contents went to it */
 	struct brec *batch;
 	size_t nbatch;
 	size_t batch_cap;
@@ -167,6 +170,17 @@ static int state_load(const char *path, struct state *st)
 	while (fgets(line, sizeof(line), f)) {
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
+		if (!strncmp(line, "source-id ", 10)) {
+			/* the rest of the line, blanks and all */
+			size_t n = strcspn(line + 10, "\n");
+
+			if (n > TRACK_STREAM_ID_MAX)
+				goto bad;
+			memcpy(st->source_id, line + 10, n);
+			st->source_id[n] = 0;
+			seen |= 1;
+			continue;
+		}
 		if (sscanf(line, "%31s %255[ -~]", key, val) != 2)
 			goto bad;
 		if (!strcmp(key, "source-id")) {
@@ -382,11 +396,9 @@ static int check_target(struct merge *m)
 
 	if (m->tregular && m->tsize == 0 && (in->flags & TRACK_STREAM_FULL) &&
 	    !m->verify) {
-		if (ftruncate(m->tfd, in->device_size)) {
-			ds_err("cannot size %s to %" PRIu64 " bytes: %s",
-			       m->target, in->device_size, strerror(errno));
-			return -errno;
-		}
+		/* Sized only when the first record is applied: until then
+		 * the file stays as it was, whatever fails. */
+		m->resize = true;
 		m->tsize = in->device_size;
 		return 0;
 	}
@@ -398,6 +410,21 @@ static int check_target(struct merge *m)
 		       ds_human(in->device_size, b, sizeof(b)));
 		return -EMEDIUMTYPE;
 	}
+	return 0;
+}
+
+static int size_target(struct merge *m)
+{
+	if (!m->resize || m->resized)
+		return 0;
+	if (ftruncate(m->tfd, m->tsize)) {
+		int ret = -errno;
+
+		ds_err("cannot size %s to %" PRIu64 " bytes: %s", m->target,
+		       m->tsize, strerror(errno));
+		return ret;
+	}
+	m->resized = true;
 	return 0;
 }
 
@@ -456,6 +483,147 @@ static int write_run(struct merge *m, uint32_t type, uint64_t first,
 
 /* --- --undo: save old contents before a batch is written ---------------- */
 
+/*
+ * The undo file must not be the target, under any name: opening it with
+ * O_TRUNC would destroy the target before a single check ran.
+ */
+static int undo_path_check(struct merge *m)
+{
+	struct stat ts, us;
+
+	if (stat(m->undo_path, &us)) {
+		if (errno == ENOENT)
+			return 0;
+		ds_err("undo file %s: %s; nothing was written", m->undo_path,
+		       strerror(errno));
+		return -errno;
+	}
+	if (fstat(m->tfd, &ts))
+		return -errno;
+	if ((us.st_dev == ts.st_dev && us.st_ino == ts.st_ino) ||
+	    (S_ISBLK(us.st_mode) && S_ISBLK(ts.st_mode) &&
+	     us.st_rdev == ts.st_rdev)) {
+		ds_err("undo file %s is the target %s itself; give --undo a "
+		       "file elsewhere. Nothing was written", m->undo_path,
+		       m->target);
+		return -EINVAL;
+	}
+	if (!S_ISREG(us.st_mode)) {
+		ds_err("undo file %s is not a regular file; give --undo a "
+		       "new file. Nothing was written", m->undo_path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Does the target hold, in every block of undo record REC, its data? */
+static int undo_rec_matches(struct merge *m, const struct track_stream_record
+			    *rec, uint32_t bs)
+{
+	uint64_t off = rec->first * bs, done = 0, n;
+	int ret;
+
+	if (rec->type != TRACK_STREAM_DATA)
+		return 0;	/* undo files hold data runs only */
+	if (off > m->tsize || rec->length > m->tsize - off)
+		return 0;
+	while (done < rec->length) {
+		n = rec->length - done;
+		if (n > m->chunk_len)
+			n = m->chunk_len;
+		ret = ds_pread_all(m->tfd, m->chunk, n, off + done);
+		if (ret)
+			return ret;
+		if (memcmp(m->chunk, (const unsigned char *)rec->data + done,
+			   n))
+			return 0;
+		done += n;
+	}
+	return 1;
+}
+
+static ssize_t fd_read(void *arg, void *buf, size_t len)
+{
+	ssize_t n;
+
+	do {
+		n = read(*(int *)arg, buf, len);
+	} while (n < 0 && errno == EINTR && !ds_stop);
+	return n < 0 ? -errno : n;
+}
+
+/*
+ * May the file at the undo path be replaced? Only if it holds nothing
+ * that could still be needed: it is empty; or it is an undo file whose
+ * apply completed (it has its end record); or the target already holds
+ * every block it saved (it was rolled back, or nothing changed). An undo
+ * file of an apply that failed is the only copy of the original contents
+ * of the blocks that apply wrote: overwriting it with the old contents of
+ * a rerun would save the mixed state instead.
+ */
+static int undo_may_replace(struct merge *m)
+{
+	struct track_stream_reader *r = NULL;
+	struct track_stream_record rec;
+	struct track_stream_info ui;
+	struct stat us;
+	int fd, ret, same = 1;
+	const char *why;
+
+	fd = open(m->undo_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &us) || us.st_size == 0) {
+		close(fd);
+		return 0;
+	}
+	ret = track_stream_reader_new(fd_read, &fd, &r);
+	if (!ret)
+		ret = track_stream_read_header(r, &ui);
+	if (ret || !(ui.flags & TRACK_STREAM_UNDO)) {
+		why = "is not an undo file (written by dmmerge --undo)";
+		goto refuse;
+	}
+	if (ui.device_size != m->info.device_size ||
+	    ui.block_size != m->info.block_size ||
+	    strcmp(ui.source_id, m->info.source_id)) {
+		/* complete or not, it belongs to another replica */
+		why = "is the undo file of another target or source";
+		goto refuse;
+	}
+	while ((ret = track_stream_read_record(r, &rec)) == 1) {
+		if (same == 1)
+			same = undo_rec_matches(m, &rec, ui.block_size);
+		if (same < 0) {
+			ret = same;
+			break;
+		}
+	}
+	if (ret == 0 || same == 1) {
+		/* complete: its apply succeeded; or nothing to lose */
+		track_stream_reader_free(r);
+		close(fd);
+		return 0;
+	}
+	why = "holds the old contents of blocks that an earlier dmmerge "
+	      "--undo changed before it failed (or was killed)";
+refuse:
+	track_stream_reader_free(r);
+	close(fd);
+	if (!strncmp(why, "holds", 5))
+		ds_err("undo file %s %s: it is the only copy of them. Roll "
+		       "back first (dmmerge --rollback %s%s%s %s), then run "
+		       "the sync again; or give --undo another file. Nothing "
+		       "was written", m->undo_path, why, m->undo_path,
+		       m->state_path ? " --state " : "",
+		       m->state_path ? m->state_path : "", m->target);
+	else
+		ds_err("%s %s, and --undo would overwrite it; give --undo "
+		       "another file (or remove it if you are sure). Nothing "
+		       "was written", m->undo_path, why);
+	return -EEXIST;
+}
+
 static int undo_open(struct merge *m)
 {
 	struct track_stream_info ui = m->info;
@@ -468,6 +636,11 @@ static int undo_open(struct merge *m)
 	if (ui.base_epoch >= ui.new_epoch)
 		ui.base_epoch = ui.new_epoch = 0;
 	ui.created = time(NULL);
+	ret = undo_path_check(m);
+	if (!ret)
+		ret = undo_may_replace(m);
+	if (ret)
+		return ret;
 	m->ufd = open(m->undo_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 		      0600);
 	if (m->ufd < 0) {
@@ -538,6 +711,7 @@ static int flush_batch(struct merge *m)
 	ret = undo_sync(m);
 	if (ret)
 		return ret;
+	m->undo_used = true;
 	for (i = 0; i < m->nbatch; i++) {
 		ret = write_run(m, m->batch[i].type, m->batch[i].first,
 				m->batch[i].length, m->bbuf + m->batch[i].off);
@@ -557,6 +731,9 @@ static int apply_record(struct merge *m, const struct track_stream_record *rec)
 
 	if (m->verify)
 		return 0;
+	ret = size_target(m);
+	if (ret)
+		return ret;
 	if (!m->uw)
 		return write_run(m, rec->type, rec->first, rec->length,
 				 rec->data);
@@ -602,13 +779,24 @@ static void report_partial(struct merge *m)
 		ds_err("%s was not changed", m->target);
 		return;
 	}
+	if (!m->uw) {
+		ds_err("%s: %" PRIu64 " records (blocks %" PRIu64 " to %"
+		       PRIu64 ") were written before this, the rest of the "
+		       "stream was not: the target now mixes old and new "
+		       "blocks. Run the sync again (the sender keeps these "
+		       "blocks dirty when dmmerge fails)", m->target,
+		       m->written, m->first_block, m->last_block);
+		return;
+	}
 	ds_err("%s: %" PRIu64 " records (blocks %" PRIu64 " to %" PRIu64
 	       ") were written before this, the rest of the stream was not: "
-	       "the target now mixes old and new blocks. Run the sync again "
-	       "(the sender keeps these blocks dirty when dmmerge fails)%s%s",
-	       m->target, m->written, m->first_block, m->last_block,
-	       m->uw ? ", or restore the old contents with: dmmerge "
-	       "--rollback " : "", m->uw ? m->undo_path : "");
+	       "the target now mixes old and new blocks. Either run the sync "
+	       "again with another --undo file, or restore the old contents "
+	       "with: dmmerge --rollback %s%s%s %s (%s is kept until then: "
+	       "an --undo apply refuses to overwrite it)", m->target,
+	       m->written, m->first_block, m->last_block, m->undo_path,
+	       m->state_path ? " --state " : "",
+	       m->state_path ? m->state_path : "", m->target, m->undo_path);
 }
 
 static void print_totals(struct merge *m, const struct track_stream_totals *t,
@@ -750,8 +938,14 @@ static int merge(struct merge *m)
 fail_partial:
 	if (ret == -EINTR && ds_stop)
 		ds_err("interrupted by signal %d", (int)ds_stop);
-	/* Whatever was written is in the undo file, which stays usable. */
-	if (m->uw && !m->verify) {
+	/*
+	 * Whatever was written is in the undo file, synced before it was
+	 * written. The undo file is left without its end record: that is how the
+	 * next dmmerge --undo knows this apply did not complete, and keeps
+	 * the file until it is rolled back. If no batch reached the target,
+	 * it is finished empty: nothing to roll back, free for the next run.
+	 */
+	if (m->uw && !m->undo_used) {
 		m->nbatch = 0;
 		if (!track_stream_writer_finish(m->uw, NULL))
 			fsync(m->ufd);
@@ -760,7 +954,45 @@ fail_partial:
 fail:
 	if (m->created && !m->written)
 		unlink(m->target);
+	else if (m->resized && !m->written && ftruncate(m->tfd, 0))
+		ds_err("warning: cannot shrink %s back to 0 bytes: %s",
+		       m->target, strerror(errno));
 	return ret ? ret : -EIO;
+}
+
+/*
+ * Does the undo file belong to the state the target is in? It undoes the
+ * apply from its base epoch to its new epoch; the state must be at the new
+ * epoch (that apply completed) or still at the base (it did not). An older
+ * undo file would write old blocks back under a state that names a newer
+ * epoch, and the next stream would be accepted on a replica that no longer
+ * equals the source.
+ */
+static int rollback_check_state(struct merge *m)
+{
+	const struct track_stream_info *u = &m->info;
+	const struct state *st = &m->st;
+
+	if (!st->present || !u->new_epoch)
+		return 0;	/* unknown epochs: the state is removed after */
+	if (strcmp(st->source_id, u->source_id)) {
+		ds_err("refusing the rollback: undo file %s was written for a "
+		       "stream from \"%s\", but %s was last updated from "
+		       "\"%s\" (state file %s): it is not this replica's undo "
+		       "file. Nothing was written", m->rollback, u->source_id,
+		       m->target, st->source_id, m->state_path);
+		return -EXDEV;
+	}
+	if (st->epoch == u->new_epoch || st->epoch == u->base_epoch)
+		return 0;
+	ds_err("refusing the rollback: undo file %s undoes epoch %" PRIu64
+	       " to %" PRIu64 ", but %s is at epoch %" PRIu64 " (state file "
+	       "%s): applies after it would be mixed with old blocks. Roll "
+	       "back the newer applies first, newest first, with their undo "
+	       "files, or seed the replica again (dmextract --all). Nothing "
+	       "was written", m->rollback, u->base_epoch, u->new_epoch,
+	       m->target, st->epoch, m->state_path);
+	return -ESTALE;
 }
 
 /* dmmerge --rollback UNDO TARGET */
@@ -789,6 +1021,14 @@ static int rollback(struct merge *m)
 		ret = check_target(m);
 	if (ret)
 		return ret;
+	if (m->state_path) {
+		ret = state_load(m->state_path, &m->st);
+		if (ret)
+			return ret;
+		ret = rollback_check_state(m);
+		if (ret)
+			return ret;
+	}
 	while ((ret = track_stream_read_record(m->r, &rec)) == 1) {
 		ret = write_run(m, rec.type, rec.first, rec.length, rec.data);
 		if (ret) {
@@ -815,9 +1055,6 @@ static int rollback(struct merge *m)
 		return ret;
 	}
 	if (m->state_path) {
-		ret = state_load(m->state_path, &m->st);
-		if (ret)
-			return ret;
 		if (m->st.present && !strcmp(m->st.source_id,
 					     m->info.source_id) &&
 		    m->info.new_epoch && m->st.epoch == m->info.new_epoch) {
