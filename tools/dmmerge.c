@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/falloc.h>
+#include <zlib.h>
 
 #include <libtrack.h>
 
@@ -29,12 +30,30 @@
 #define BATCH_BYTES	(32u << 20)	/* --undo: data held before a sync */
 #define CHUNK		(1u << 20)
 
+/*
+ * The replica fingerprint (see docs/dsync.md, "A replica changed behind
+ * the state file"): CRC-32 of the first FP_HEAD bytes (where every common
+ * filesystem keeps the superblock a mount writes) and of up to FP_MAX
+ * extents, FP_BYTES in all, of what the last apply wrote, spread evenly.
+ */
+#define FP_HEAD		(1u << 20)
+#define FP_MAX		4096
+#define FP_BYTES	(64ull << 20)
+
+struct fp {			/* a fingerprinted range of bytes */
+	uint64_t off;
+	uint64_t len;
+	uint32_t crc;
+};
+
 struct state {
 	bool present;
 	char source_id[TRACK_STREAM_ID_MAX + 1];
 	uint64_t epoch;
 	uint64_t block_size;
 	uint64_t device_size;
+	struct fp *fp;		/* the replica fingerprint */
+	size_t nfp;
 };
 
 struct brec {			/* a record held in an --undo batch */
@@ -68,6 +87,7 @@ struct merge {
 	bool created;
 	bool resize;		/* size the empty file before the first write */
 	bool resized;
+	bool fp_dropped;	/* the state file's fingerprint, before writing */
 
 	struct state st;
 
@@ -84,7 +104,10 @@ struct merge {
 	unsigned char *chunk;	/* CHUNK bytes, or one block if larger */
 	size_t chunk_len;
 
-	/* what was written */
+	/* what was written: the extents, for the fingerprint */
+	struct fp *ext;
+	size_t next, ext_cap;
+	uint64_t ext_bytes;
 	uint64_t written;	/* records */
 	uint64_t first_block;
 	uint64_t last_block;
@@ -159,6 +182,7 @@ static int state_load(const char *path, struct state *st)
 	uint64_t v;
 	FILE *f;
 
+	free(st->fp);
 	memset(st, 0, sizeof(*st));
 	f = fopen(path, "re");
 	if (!f) {
@@ -179,6 +203,23 @@ static int state_load(const char *path, struct state *st)
 			memcpy(st->source_id, line + 10, n);
 			st->source_id[n] = 0;
 			seen |= 1;
+			continue;
+		}
+		if (!strncmp(line, "fingerprint ", 12)) {
+			unsigned long long off, len;
+			unsigned int crc;
+			struct fp *nf;
+
+			if (sscanf(line + 12, "%llu %llu %x", &off, &len,
+				   &crc) != 3 || !len)
+				goto bad;
+			nf = realloc(st->fp, (st->nfp + 1) * sizeof(*nf));
+			if (!nf)
+				goto bad;
+			st->fp = nf;
+			st->fp[st->nfp].off = off;
+			st->fp[st->nfp].len = len;
+			st->fp[st->nfp++].crc = crc;
 			continue;
 		}
 		if (sscanf(line, "%31s %255[ -~]", key, val) != 2)
@@ -239,6 +280,12 @@ static int state_save(const char *path, const struct state *st,
 		"\ndevice-size %" PRIu64 "\napplied %lld\n", target,
 		st->source_id, st->epoch, st->block_size, st->device_size,
 		(long long)time(NULL));
+	if (st->nfp)
+		fprintf(f, "# what the target held then (offset, length, "
+			"CRC-32): dmmerge refuses a stream if it changed\n");
+	for (size_t i = 0; i < st->nfp; i++)
+		fprintf(f, "fingerprint %" PRIu64 " %" PRIu64 " %08" PRIx32
+			"\n", st->fp[i].off, st->fp[i].len, st->fp[i].crc);
 	if (fflush(f) || fsync(fd)) {
 		fclose(f);
 		goto fail;
@@ -477,8 +524,168 @@ static int write_run(struct merge *m, uint32_t type, uint64_t first,
 	if (!m->written)
 		m->first_block = first;
 	m->written++;
+	m->ext_bytes += length;
+	if (m->next && m->ext[m->next - 1].off + m->ext[m->next - 1].len ==
+	    off && m->ext[m->next - 1].len + length <= CHUNK) {
+		m->ext[m->next - 1].len += length;
+	} else {
+		if (m->next == m->ext_cap) {
+			size_t cap = m->ext_cap ? m->ext_cap * 2 : 256;
+			struct fp *e = realloc(m->ext, cap * sizeof(*e));
+
+			if (!e)
+				return -ENOMEM;
+			m->ext = e;
+			m->ext_cap = cap;
+		}
+		m->ext[m->next].off = off;
+		m->ext[m->next++].len = length;
+	}
 	m->last_block = first + (length - 1) / m->info.block_size;
 	return 0;
+}
+
+/* --- the replica fingerprint -------------------------------------------- */
+
+static int fp_crc(struct merge *m, uint64_t off, uint64_t len, uint32_t *crc)
+{
+	uint64_t n;
+	uLong c = crc32(0, Z_NULL, 0);
+	int ret;
+
+	while (len) {
+		n = len < m->chunk_len ? len : m->chunk_len;
+		ret = ds_pread_all(m->tfd, m->chunk, n, off);
+		if (ret)
+			return ret;
+		c = crc32(c, m->chunk, n);
+		off += n;
+		len -= n;
+	}
+	*crc = c;
+	return 0;
+}
+
+/* After a complete apply: what the target holds now, where it is cheap. */
+static int fp_build(struct merge *m, struct state *st)
+{
+	size_t k = 1, i, n = 0;
+	int ret;
+
+	if (m->next > FP_MAX)
+		k = (m->next + FP_MAX - 1) / FP_MAX;
+	if (m->ext_bytes / FP_BYTES + 1 > k)
+		k = m->ext_bytes / FP_BYTES + 1;
+	st->fp = calloc(1 + (m->next + k - 1) / k, sizeof(*st->fp));
+	if (!st->fp)
+		return -ENOMEM;
+	st->fp[n].off = 0;
+	st->fp[n++].len = m->tsize < FP_HEAD ? m->tsize : FP_HEAD;
+	for (i = 0; i < m->next; i += k) {
+		if (m->ext[i].off + m->ext[i].len <= FP_HEAD)
+			continue;	/* in the head already */
+		st->fp[n++] = m->ext[i];
+	}
+	for (i = 0; i < n; i++) {
+		ret = fp_crc(m, st->fp[i].off, st->fp[i].len, &st->fp[i].crc);
+		if (ret) {
+			ds_err("reading back %s at byte %" PRIu64 ": %s",
+			       m->target, st->fp[i].off, strerror(-ret));
+			return ret;
+		}
+	}
+	st->nfp = n;
+	return 0;
+}
+
+/*
+ * dmmerge itself changed the target but the state stays (a failed apply, a
+ * rollback): fingerprint the same ranges again, so the next run does not
+ * take its own writes for someone else's.
+ */
+static int fp_refresh(struct merge *m)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < m->st.nfp; i++) {
+		struct fp *p = &m->st.fp[i];
+
+		if (p->off > m->tsize || p->len > m->tsize - p->off)
+			continue;
+		ret = fp_crc(m, p->off, p->len, &p->crc);
+		if (ret)
+			return ret;
+	}
+	return state_save(m->state_path, &m->st, m->target);
+}
+
+/*
+ * Before an incremental apply: does the target still hold what the last
+ * apply left? If it was changed behind dmmerge (a mount that replayed a
+ * journal, fsck, a stray write), an incremental stream would not repair
+ * the blocks the source did not change again, and the state file would
+ * call the replica current.
+ */
+static int fp_check(struct merge *m)
+{
+	const struct state *st = &m->st;
+	uint32_t bs = m->info.block_size;
+	char path[4096], a[32];
+	uint64_t bad = 0;
+	FILE *f = NULL;
+	uint32_t crc;
+	size_t i;
+	int ret;
+
+	if (!st->present || !st->nfp || (m->info.flags & TRACK_STREAM_FULL))
+		return 0;
+	snprintf(path, sizeof(path), "%s.changed", m->state_path);
+	for (i = 0; i < st->nfp; i++) {
+		const struct fp *p = &st->fp[i];
+
+		if (p->off > m->tsize || p->len > m->tsize - p->off)
+			crc = ~p->crc;
+		else if ((ret = fp_crc(m, p->off, p->len, &crc)))
+			return ret;
+		if (crc == p->crc)
+			continue;
+		if (!f && !m->verify)
+			f = fopen(path, "we");
+		if (f)
+			fprintf(f, "%" PRIu64 "-%" PRIu64 "\n", p->off / bs,
+				(p->off + p->len - 1) / bs);
+		if (!bad)
+			ds_err("%s changed at bytes %" PRIu64 " to %" PRIu64
+			       " (blocks %" PRIu64 "-%" PRIu64 ") since "
+			       "dmmerge last wrote it", m->target, p->off,
+			       p->off + p->len - 1, p->off / bs,
+			       (p->off + p->len - 1) / bs);
+		bad += p->len;
+	}
+	if (f)
+		fclose(f);
+	if (!bad)
+		return 0;
+	if (m->force) {
+		ds_err("warning: %s was modified outside dmmerge (%s in the "
+		       "ranges checked, listed in %s); applying anyway "
+		       "(--force): the replica may differ from the source "
+		       "there until they are sent again", m->target,
+		       ds_human(bad, a, sizeof(a)), path);
+		return 0;
+	}
+	ds_err("refusing the stream: %s was modified outside dmmerge since "
+	       "epoch %" PRIu64 " (%s differ in the ranges the state file "
+	       "%s fingerprints; was it mounted? even a read-only mount "
+	       "replays the journal). An incremental stream would not repair "
+	       "it. Seed it again (dmextract --all), or send the blocks "
+	       "listed in %s again (dmextract --dirty %s --device SOURCE) and "
+	       "then use --force. See \"A replica changed behind the state "
+	       "file\" in dmmerge(1). Nothing was written", m->target,
+	       st->epoch, ds_human(bad, a, sizeof(a)), m->state_path, path,
+	       path);
+	return -EUCLEAN;
 }
 
 /* --- --undo: save old contents before a batch is written ---------------- */
@@ -734,6 +941,19 @@ static int apply_record(struct merge *m, const struct track_stream_record *rec)
 	ret = size_target(m);
 	if (ret)
 		return ret;
+	if (!m->fp_dropped && m->state_path && m->st.nfp) {
+		/* If this run dies half way, the fingerprint would take its
+		 * writes for someone else's: drop it until the apply ends
+		 * (it is written again then, or refreshed on a failure). */
+		size_t n = m->st.nfp;
+
+		m->st.nfp = 0;
+		ret = state_save(m->state_path, &m->st, m->target);
+		m->st.nfp = n;
+		if (ret)
+			return ret;
+		m->fp_dropped = true;
+	}
 	if (!m->uw)
 		return write_run(m, rec->type, rec->first, rec->length,
 				 rec->data);
@@ -873,6 +1093,8 @@ static int merge(struct merge *m)
 		ret = state_load(m->state_path, &m->st);
 		if (!ret)
 			ret = check_state(m);
+		if (!ret && m->target)
+			ret = fp_check(m);
 		if (ret)
 			goto fail;
 	}
@@ -927,7 +1149,10 @@ static int merge(struct merge *m)
 		st.epoch = m->info.new_epoch;
 		st.block_size = m->info.block_size;
 		st.device_size = m->info.device_size;
-		ret = state_save(m->state_path, &st, m->target);
+		ret = fp_build(m, &st);
+		if (!ret)
+			ret = state_save(m->state_path, &st, m->target);
+		free(st.fp);
 		if (ret)
 			return ret;
 	}
@@ -951,6 +1176,10 @@ fail_partial:
 			fsync(m->ufd);
 	}
 	report_partial(m);
+	if (m->written && m->state_path && m->st.present && m->st.nfp &&
+	    fp_refresh(m))
+		ds_err("warning: could not update the fingerprint in %s: the "
+		       "next run may need --force", m->state_path);
 fail:
 	if (m->created && !m->written)
 		unlink(m->target);
@@ -1060,8 +1289,7 @@ static int rollback(struct merge *m)
 		    m->info.new_epoch && m->st.epoch == m->info.new_epoch) {
 			/* the rolled-back apply had completed */
 			m->st.epoch = m->info.base_epoch;
-			ret = m->st.epoch ?
-			      state_save(m->state_path, &m->st, m->target) :
+			ret = m->st.epoch ? fp_refresh(m) :
 			      (unlink(m->state_path) ? -errno : 0);
 			if (ret)
 				return ret;
@@ -1075,6 +1303,11 @@ static int rollback(struct merge *m)
 			       "epochs, so the target's epoch is unknown; the "
 			       "next stream must be full (or --force)",
 			       m->state_path);
+		} else if (m->st.present && m->st.nfp && m->written) {
+			/* an apply that never completed: same epoch */
+			ret = fp_refresh(m);
+			if (ret)
+				return ret;
 		}
 	}
 	if (m->verbose)
@@ -1142,6 +1375,8 @@ int main(int argc, char **argv)
 		close(m.in_fd);
 	free(m.batch);
 	free(m.bbuf);
+	free(m.ext);
+	free(m.st.fp);
 	free(m.chunk);
 	return ret ? DS_EXIT_FAIL : DS_EXIT_OK;
 }
