@@ -16,7 +16,7 @@ PACKAGES="
 	linux-source-6.12 xz-utils
 	flex bison bc libelf-dev libssl-dev dwarves
 	ccache rsync fio python3 liburing-dev
-	clang libclang-rt-dev
+	clang libclang-rt-dev openssh-server openssh-client iproute2 bc
 "
 
 missing=""

@@ -81,6 +81,8 @@ done
 # stream is long enough that an undo batch reaches the target before the
 # cut)
 mkimg b1 40
+# zero blocks, saved as zero runs in the undo file
+dd if=/dev/zero of=b1 bs=4096 seek=1000 count=50 conv=notrunc status=none
 cp b1 b2
 dd if=/dev/urandom of=b2 bs=1M count=34 seek=3 conv=notrunc status=none
 echo 768-9471 >db

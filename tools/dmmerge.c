@@ -730,8 +730,6 @@ static int undo_rec_matches(struct merge *m, const struct track_stream_record
 	uint64_t off = rec->first * bs, done = 0, n;
 	int ret;
 
-	if (rec->type != TRACK_STREAM_DATA)
-		return 0;	/* undo files hold data runs only */
 	if (off > m->tsize || rec->length > m->tsize - off)
 		return 0;
 	while (done < rec->length) {
@@ -741,9 +739,11 @@ static int undo_rec_matches(struct merge *m, const struct track_stream_record
 		ret = ds_pread_all(m->tfd, m->chunk, n, off + done);
 		if (ret)
 			return ret;
-		if (memcmp(m->chunk, (const unsigned char *)rec->data + done,
-			   n))
-			return 0;
+		if (rec->type == TRACK_STREAM_DATA ?
+		    memcmp(m->chunk, (const unsigned char *)rec->data + done,
+			   n) :
+		    (m->chunk[0] || memcmp(m->chunk, m->chunk + 1, n - 1)))
+			return 0;	/* zero runs: all zero */
 		done += n;
 	}
 	return 1;
