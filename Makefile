@@ -7,6 +7,7 @@
 #   make initramfs  the VM's initramfs (tools, selftests, module, dmsetup),
 #                   and one for Debian's stock kernel (dm-track from DKMS)
 #   make bench      benchmarks; results go to docs/benchmarks.md
+#   make fuzz       run the fuzz targets (FUZZ_MINUTES=N each, default 1)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Everything is built under build/; the kernel under $(LIBTRACK_CACHE).
@@ -67,7 +68,8 @@ TOOL_UTIL_OBJS	:= $(TOOL_UTIL_SRCS:tools/util/%.c=$(B)/tools/util/%.o)
 TOOLS		:= $(TOOL_SRCS:tools/%.c=$(B)/bin/%)
 
 TEST_SRCS	:= $(sort $(wildcard tests/test_*.c))
-TESTS		:= $(TEST_SRCS:tests/%.c=$(B)/tests/%)
+TESTS		:= $(TEST_SRCS:tests/%.c=$(B)/tests/%) \
+		   $(B)/tests/test_stream_sanitized
 EXAMPLE_SRCS	:= $(sort $(wildcard examples/*.c))
 EXAMPLES	:= $(EXAMPLE_SRCS:examples/%.c=$(B)/examples/%)
 
@@ -80,7 +82,7 @@ DEPS_VM		:= $(B)/.deps-vm
 
 .PHONY: all lib tools tests examples deps kernel module selftests initramfs \
 	check check-host check-vm demo bench install uninstall clean \
-	dm-track-patch
+	dm-track-patch fuzz fuzzers
 
 all: lib tools
 
@@ -100,7 +102,7 @@ lib: $(DEPS_STAMP) $(LIB_SO) $(LIB_A) $(DM_SO) $(DM_A)
 
 tools: $(DEPS_STAMP) $(TOOLS)
 
-tests: $(DEPS_STAMP) $(DEPS_TEST) $(TESTS)
+tests: $(DEPS_STAMP) $(DEPS_TEST) $(TESTS) fuzzers
 
 examples: $(EXAMPLES)
 
@@ -176,6 +178,65 @@ $(B)/examples/dm-%: examples/dm-%.c $(ALL_A)
 $(B)/examples/%: examples/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(CORE_LIBS)
+
+# --- sanitizers and fuzzing (clang) --------------------------------------
+# The stream test again, built with ASan and UBSan (no recovery: any report
+# fails it); and libFuzzer targets, built with -DTRACK_FUZZ_NO_CRC so that
+# the checksums do not hide the parser from the fuzzer.
+
+SAN_CC		?= clang
+SANFLAGS	:= -O1 -g -fno-omit-frame-pointer \
+		   -fsanitize=address,undefined -fno-sanitize-recover=all
+SAN_OBJS	:= $(LIB_SRCS:libtrack/src/%.c=$(B)/san/libtrack/%.o) \
+		   $(DM_SRCS:libtrack/src/%.c=$(B)/san/libtrack/%.o)
+FUZZ_LIB_OBJS	:= $(LIB_SRCS:libtrack/src/%.c=$(B)/fuzz/libtrack/%.o) \
+		   $(DM_SRCS:libtrack/src/%.c=$(B)/fuzz/libtrack/%.o)
+FUZZ_UTIL_OBJS	:= $(TOOL_UTIL_SRCS:tools/util/%.c=$(B)/fuzz/util/%.o)
+FUZZERS		:= $(B)/fuzz/fuzz_stream_read $(B)/fuzz/fuzz_dmmerge
+FUZZ_MINUTES	?= 1
+
+$(B)/san/libtrack/%.o: libtrack/src/%.c $(LIB_HDRS) libtrack/src/*.h \
+		dm-track/include/uapi/linux/dm-track.h | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(BASEFLAGS) -Idm-track/include/uapi $(DEP_CFLAGS) \
+		$(SANFLAGS) -c -o $@ $<
+
+$(B)/tests/test_stream_sanitized: tests/test_stream.c $(SAN_OBJS)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(BASEFLAGS) -Ilibtrack/src -Itests $(SANFLAGS) \
+		-DTEST_SANITIZED -o $@ $< \
+		$(SAN_OBJS) $(DEP_LIBS) -lcmocka
+
+$(B)/fuzz/libtrack/%.o: libtrack/src/%.c $(LIB_HDRS) libtrack/src/*.h \
+		dm-track/include/uapi/linux/dm-track.h | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(BASEFLAGS) -Idm-track/include/uapi $(DEP_CFLAGS) \
+		$(SANFLAGS) -fsanitize=fuzzer-no-link -DTRACK_FUZZ_NO_CRC \
+		-c -o $@ $<
+
+$(B)/fuzz/util/%.o: tools/util/%.c tools/util/*.h $(LIB_HDRS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(BASEFLAGS) -Itools/util $(SANFLAGS) \
+		-fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(B)/fuzz/fuzz_stream_read: fuzz/fuzz_stream_read.c $(FUZZ_LIB_OBJS)
+	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -fsanitize=fuzzer -o $@ $< \
+		$(FUZZ_LIB_OBJS) $(DEP_LIBS)
+
+# dmmerge as it ships, its main() renamed so the fuzzer can call it
+$(B)/fuzz/fuzz_dmmerge: fuzz/fuzz_dmmerge.c tools/dmmerge.c $(FUZZ_LIB_OBJS) \
+		$(FUZZ_UTIL_OBJS)
+	$(SAN_CC) $(BASEFLAGS) -Itools/util $(SANFLAGS) -fsanitize=fuzzer \
+		-Dmain=dmmerge_main -Wno-missing-prototypes -o $@ \
+		fuzz/fuzz_dmmerge.c tools/dmmerge.c $(FUZZ_UTIL_OBJS) \
+		$(FUZZ_LIB_OBJS) $(DEP_LIBS)
+
+fuzzers: $(FUZZERS)
+
+# make fuzz [FUZZ_MINUTES=N]: each target for N minutes, corpus kept in
+# build/fuzz/corpus/, crashes in build/fuzz/artifacts/.
+fuzz: all fuzzers
+	fuzz/run.sh $(FUZZ_MINUTES)
 
 # --- kernel, module, selftests, initramfs (for the VM) --------------------
 

@@ -107,3 +107,9 @@ if a != bytes(want):
     sys.exit("byte %d (block %d) is wrong" % (i, i // bs))
 PY
 }
+
+# fail WHY: a step the rest of the test needs went wrong; stop here.
+fail() {
+	not_ok "$*"
+	done_testing
+}

@@ -179,13 +179,8 @@ int main(int argc, char **argv)
 			o.block_size = v;
 			break;
 		case OPT_SOURCE_ID:
-			if (strlen(optarg) > TRACK_STREAM_ID_MAX)
-				return bad_usage("--source-id is longer than "
-						 "128 characters");
-			for (const char *p = optarg; *p; p++)
-				if (*p < 0x20 || *p > 0x7e)
-					return bad_usage("--source-id must be "
-							 "printable ASCII");
+			if (ds_source_id_problem(optarg))
+				return bad_usage(ds_source_id_problem(optarg));
 			o.source_id = optarg;
 			break;
 		case OPT_BASE:

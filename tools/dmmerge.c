@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/falloc.h>
+#include <zlib.h>
 
 #include <libtrack.h>
 
@@ -29,12 +30,30 @@
 #define BATCH_BYTES	(32u << 20)	/* --undo: data held before a sync */
 #define CHUNK		(1u << 20)
 
+/*
+ * The replica fingerprint (see docs/dsync.md, "A replica changed behind
+ * the state file"): CRC-32 of the first FP_HEAD bytes (where every common
+ * filesystem keeps the superblock a mount writes) and of up to FP_MAX
+ * extents, FP_BYTES in all, of what the last apply wrote, spread evenly.
+ */
+#define FP_HEAD		(1u << 20)
+#define FP_MAX		4096
+#define FP_BYTES	(64ull << 20)
+
+struct fp {			/* a fingerprinted range of bytes */
+	uint64_t off;
+	uint64_t len;
+	uint32_t crc;
+};
+
 struct state {
 	bool present;
 	char source_id[TRACK_STREAM_ID_MAX + 1];
 	uint64_t epoch;
 	uint64_t block_size;
 	uint64_t device_size;
+	struct fp *fp;		/* the replica fingerprint */
+	size_t nfp;
 };
 
 struct brec {			/* a record held in an --undo batch */
@@ -66,12 +85,16 @@ struct merge {
 	uint64_t tsize;
 	bool tregular;
 	bool created;
+	bool resize;		/* size the empty file before the first write */
+	bool resized;
+	bool fp_dropped;	/* the state file's fingerprint, before writing */
 
 	struct state st;
 
 	/* --undo */
 	int ufd;
 	struct track_stream_writer *uw;
+	bool undo_used;		/* a batch of old contents went to it */
 	struct brec *batch;
 	size_t nbatch;
 	size_t batch_cap;
@@ -81,7 +104,10 @@ struct merge {
 	unsigned char *chunk;	/* CHUNK bytes, or one block if larger */
 	size_t chunk_len;
 
-	/* what was written */
+	/* what was written: the extents, for the fingerprint */
+	struct fp *ext;
+	size_t next, ext_cap;
+	uint64_t ext_bytes;
 	uint64_t written;	/* records */
 	uint64_t first_block;
 	uint64_t last_block;
@@ -156,6 +182,7 @@ static int state_load(const char *path, struct state *st)
 	uint64_t v;
 	FILE *f;
 
+	free(st->fp);
 	memset(st, 0, sizeof(*st));
 	f = fopen(path, "re");
 	if (!f) {
@@ -167,6 +194,34 @@ static int state_load(const char *path, struct state *st)
 	while (fgets(line, sizeof(line), f)) {
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
+		if (!strncmp(line, "source-id ", 10)) {
+			/* the rest of the line, blanks and all */
+			size_t n = strcspn(line + 10, "\n");
+
+			if (n > TRACK_STREAM_ID_MAX)
+				goto bad;
+			memcpy(st->source_id, line + 10, n);
+			st->source_id[n] = 0;
+			seen |= 1;
+			continue;
+		}
+		if (!strncmp(line, "fingerprint ", 12)) {
+			unsigned long long off, len;
+			unsigned int crc;
+			struct fp *nf;
+
+			if (sscanf(line + 12, "%llu %llu %x", &off, &len,
+				   &crc) != 3 || !len)
+				goto bad;
+			nf = realloc(st->fp, (st->nfp + 1) * sizeof(*nf));
+			if (!nf)
+				goto bad;
+			st->fp = nf;
+			st->fp[st->nfp].off = off;
+			st->fp[st->nfp].len = len;
+			st->fp[st->nfp++].crc = crc;
+			continue;
+		}
 		if (sscanf(line, "%31s %255[ -~]", key, val) != 2)
 			goto bad;
 		if (!strcmp(key, "source-id")) {
@@ -225,6 +280,12 @@ static int state_save(const char *path, const struct state *st,
 		"\ndevice-size %" PRIu64 "\napplied %lld\n", target,
 		st->source_id, st->epoch, st->block_size, st->device_size,
 		(long long)time(NULL));
+	if (st->nfp)
+		fprintf(f, "# what the target held then (offset, length, "
+			"CRC-32): dmmerge refuses a stream if it changed\n");
+	for (size_t i = 0; i < st->nfp; i++)
+		fprintf(f, "fingerprint %" PRIu64 " %" PRIu64 " %08" PRIx32
+			"\n", st->fp[i].off, st->fp[i].len, st->fp[i].crc);
 	if (fflush(f) || fsync(fd)) {
 		fclose(f);
 		goto fail;
@@ -382,11 +443,9 @@ static int check_target(struct merge *m)
 
 	if (m->tregular && m->tsize == 0 && (in->flags & TRACK_STREAM_FULL) &&
 	    !m->verify) {
-		if (ftruncate(m->tfd, in->device_size)) {
-			ds_err("cannot size %s to %" PRIu64 " bytes: %s",
-			       m->target, in->device_size, strerror(errno));
-			return -errno;
-		}
+		/* Sized only when the first record is applied: until then
+		 * the file stays as it was, whatever fails. */
+		m->resize = true;
 		m->tsize = in->device_size;
 		return 0;
 	}
@@ -398,6 +457,21 @@ static int check_target(struct merge *m)
 		       ds_human(in->device_size, b, sizeof(b)));
 		return -EMEDIUMTYPE;
 	}
+	return 0;
+}
+
+static int size_target(struct merge *m)
+{
+	if (!m->resize || m->resized)
+		return 0;
+	if (ftruncate(m->tfd, m->tsize)) {
+		int ret = -errno;
+
+		ds_err("cannot size %s to %" PRIu64 " bytes: %s", m->target,
+		       m->tsize, strerror(errno));
+		return ret;
+	}
+	m->resized = true;
 	return 0;
 }
 
@@ -450,11 +524,312 @@ static int write_run(struct merge *m, uint32_t type, uint64_t first,
 	if (!m->written)
 		m->first_block = first;
 	m->written++;
+	m->ext_bytes += length;
+	if (m->next && m->ext[m->next - 1].off + m->ext[m->next - 1].len ==
+	    off && m->ext[m->next - 1].len + length <= CHUNK) {
+		m->ext[m->next - 1].len += length;
+	} else {
+		if (m->next == m->ext_cap) {
+			size_t cap = m->ext_cap ? m->ext_cap * 2 : 256;
+			struct fp *e = realloc(m->ext, cap * sizeof(*e));
+
+			if (!e)
+				return -ENOMEM;
+			m->ext = e;
+			m->ext_cap = cap;
+		}
+		m->ext[m->next].off = off;
+		m->ext[m->next++].len = length;
+	}
 	m->last_block = first + (length - 1) / m->info.block_size;
 	return 0;
 }
 
+/* --- the replica fingerprint -------------------------------------------- */
+
+static int fp_crc(struct merge *m, uint64_t off, uint64_t len, uint32_t *crc)
+{
+	uint64_t n;
+	uLong c = crc32(0, Z_NULL, 0);
+	int ret;
+
+	while (len) {
+		n = len < m->chunk_len ? len : m->chunk_len;
+		ret = ds_pread_all(m->tfd, m->chunk, n, off);
+		if (ret)
+			return ret;
+		c = crc32(c, m->chunk, n);
+		off += n;
+		len -= n;
+	}
+	*crc = c;
+	return 0;
+}
+
+/* After a complete apply: what the target holds now, where it is cheap. */
+static int fp_build(struct merge *m, struct state *st)
+{
+	size_t k = 1, i, n = 0;
+	int ret;
+
+	if (m->next > FP_MAX)
+		k = (m->next + FP_MAX - 1) / FP_MAX;
+	if (m->ext_bytes / FP_BYTES + 1 > k)
+		k = m->ext_bytes / FP_BYTES + 1;
+	st->fp = calloc(1 + (m->next + k - 1) / k, sizeof(*st->fp));
+	if (!st->fp)
+		return -ENOMEM;
+	st->fp[n].off = 0;
+	st->fp[n++].len = m->tsize < FP_HEAD ? m->tsize : FP_HEAD;
+	for (i = 0; i < m->next; i += k) {
+		if (m->ext[i].off + m->ext[i].len <= FP_HEAD)
+			continue;	/* in the head already */
+		st->fp[n++] = m->ext[i];
+	}
+	for (i = 0; i < n; i++) {
+		ret = fp_crc(m, st->fp[i].off, st->fp[i].len, &st->fp[i].crc);
+		if (ret) {
+			ds_err("reading back %s at byte %" PRIu64 ": %s",
+			       m->target, st->fp[i].off, strerror(-ret));
+			return ret;
+		}
+	}
+	st->nfp = n;
+	return 0;
+}
+
+/*
+ * dmmerge itself changed the target but the state stays (a failed apply, a
+ * rollback): fingerprint the same ranges again, so the next run does not
+ * take its own writes for someone else's.
+ */
+static int fp_refresh(struct merge *m)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < m->st.nfp; i++) {
+		struct fp *p = &m->st.fp[i];
+
+		if (p->off > m->tsize || p->len > m->tsize - p->off)
+			continue;
+		ret = fp_crc(m, p->off, p->len, &p->crc);
+		if (ret)
+			return ret;
+	}
+	return state_save(m->state_path, &m->st, m->target);
+}
+
+/*
+ * Before an incremental apply: does the target still hold what the last
+ * apply left? If it was changed behind dmmerge (a mount that replayed a
+ * journal, fsck, a stray write), an incremental stream would not repair
+ * the blocks the source did not change again, and the state file would
+ * call the replica current.
+ */
+static int fp_check(struct merge *m)
+{
+	const struct state *st = &m->st;
+	uint32_t bs = m->info.block_size;
+	char path[4096], a[32];
+	uint64_t bad = 0;
+	FILE *f = NULL;
+	uint32_t crc;
+	size_t i;
+	int ret;
+
+	if (!st->present || !st->nfp || (m->info.flags & TRACK_STREAM_FULL))
+		return 0;
+	snprintf(path, sizeof(path), "%s.changed", m->state_path);
+	for (i = 0; i < st->nfp; i++) {
+		const struct fp *p = &st->fp[i];
+
+		if (p->off > m->tsize || p->len > m->tsize - p->off)
+			crc = ~p->crc;
+		else if ((ret = fp_crc(m, p->off, p->len, &crc)))
+			return ret;
+		if (crc == p->crc)
+			continue;
+		if (!f && !m->verify)
+			f = fopen(path, "we");
+		if (f)
+			fprintf(f, "%" PRIu64 "-%" PRIu64 "\n", p->off / bs,
+				(p->off + p->len - 1) / bs);
+		if (!bad)
+			ds_err("%s changed at bytes %" PRIu64 " to %" PRIu64
+			       " (blocks %" PRIu64 "-%" PRIu64 ") since "
+			       "dmmerge last wrote it", m->target, p->off,
+			       p->off + p->len - 1, p->off / bs,
+			       (p->off + p->len - 1) / bs);
+		bad += p->len;
+	}
+	if (f)
+		fclose(f);
+	if (!bad)
+		return 0;
+	if (m->force) {
+		ds_err("warning: %s was modified outside dmmerge (%s in the "
+		       "ranges checked, listed in %s); applying anyway "
+		       "(--force): the replica may differ from the source "
+		       "there until they are sent again", m->target,
+		       ds_human(bad, a, sizeof(a)), path);
+		return 0;
+	}
+	ds_err("refusing the stream: %s was modified outside dmmerge since "
+	       "epoch %" PRIu64 " (%s differ in the ranges the state file "
+	       "%s fingerprints; was it mounted? even a read-only mount "
+	       "replays the journal). An incremental stream would not repair "
+	       "it. Seed it again (dmextract --all), or send the blocks "
+	       "listed in %s again (dmextract --dirty %s --device SOURCE) and "
+	       "then use --force. See \"A replica changed behind the state "
+	       "file\" in dmmerge(1). Nothing was written", m->target,
+	       st->epoch, ds_human(bad, a, sizeof(a)), m->state_path, path,
+	       path);
+	return -EUCLEAN;
+}
+
 /* --- --undo: save old contents before a batch is written ---------------- */
+
+/*
+ * The undo file must not be the target, under any name: opening it with
+ * O_TRUNC would destroy the target before a single check ran.
+ */
+static int undo_path_check(struct merge *m)
+{
+	struct stat ts, us;
+
+	if (stat(m->undo_path, &us)) {
+		if (errno == ENOENT)
+			return 0;
+		ds_err("undo file %s: %s; nothing was written", m->undo_path,
+		       strerror(errno));
+		return -errno;
+	}
+	if (fstat(m->tfd, &ts))
+		return -errno;
+	if ((us.st_dev == ts.st_dev && us.st_ino == ts.st_ino) ||
+	    (S_ISBLK(us.st_mode) && S_ISBLK(ts.st_mode) &&
+	     us.st_rdev == ts.st_rdev)) {
+		ds_err("undo file %s is the target %s itself; give --undo a "
+		       "file elsewhere. Nothing was written", m->undo_path,
+		       m->target);
+		return -EINVAL;
+	}
+	if (!S_ISREG(us.st_mode)) {
+		ds_err("undo file %s is not a regular file; give --undo a "
+		       "new file. Nothing was written", m->undo_path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Does the target hold, in every block of undo record REC, its data? */
+static int undo_rec_matches(struct merge *m, const struct track_stream_record
+			    *rec, uint32_t bs)
+{
+	uint64_t off = rec->first * bs, done = 0, n;
+	int ret;
+
+	if (off > m->tsize || rec->length > m->tsize - off)
+		return 0;
+	while (done < rec->length) {
+		n = rec->length - done;
+		if (n > m->chunk_len)
+			n = m->chunk_len;
+		ret = ds_pread_all(m->tfd, m->chunk, n, off + done);
+		if (ret)
+			return ret;
+		if (rec->type == TRACK_STREAM_DATA ?
+		    memcmp(m->chunk, (const unsigned char *)rec->data + done,
+			   n) :
+		    (m->chunk[0] || memcmp(m->chunk, m->chunk + 1, n - 1)))
+			return 0;	/* zero runs: all zero */
+		done += n;
+	}
+	return 1;
+}
+
+static ssize_t fd_read(void *arg, void *buf, size_t len)
+{
+	ssize_t n;
+
+	do {
+		n = read(*(int *)arg, buf, len);
+	} while (n < 0 && errno == EINTR && !ds_stop);
+	return n < 0 ? -errno : n;
+}
+
+/*
+ * May the file at the undo path be replaced? Only if it holds nothing
+ * that could still be needed: it is empty; or it is an undo file whose
+ * apply completed (it has its end record); or the target already holds
+ * every block it saved (it was rolled back, or nothing changed). An undo
+ * file of an apply that failed is the only copy of the original contents
+ * of the blocks that apply wrote: overwriting it with the old contents of
+ * a rerun would save the mixed state instead.
+ */
+static int undo_may_replace(struct merge *m)
+{
+	struct track_stream_reader *r = NULL;
+	struct track_stream_record rec;
+	struct track_stream_info ui;
+	struct stat us;
+	int fd, ret, same = 1;
+	const char *why;
+
+	fd = open(m->undo_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &us) || us.st_size == 0) {
+		close(fd);
+		return 0;
+	}
+	ret = track_stream_reader_new(fd_read, &fd, &r);
+	if (!ret)
+		ret = track_stream_read_header(r, &ui);
+	if (ret || !(ui.flags & TRACK_STREAM_UNDO)) {
+		why = "is not an undo file (written by dmmerge --undo)";
+		goto refuse;
+	}
+	if (ui.device_size != m->info.device_size ||
+	    ui.block_size != m->info.block_size ||
+	    strcmp(ui.source_id, m->info.source_id)) {
+		/* complete or not, it belongs to another replica */
+		why = "is the undo file of another target or source";
+		goto refuse;
+	}
+	while ((ret = track_stream_read_record(r, &rec)) == 1) {
+		if (same == 1)
+			same = undo_rec_matches(m, &rec, ui.block_size);
+		if (same < 0) {
+			ret = same;
+			break;
+		}
+	}
+	if (ret == 0 || same == 1) {
+		/* complete: its apply succeeded; or nothing to lose */
+		track_stream_reader_free(r);
+		close(fd);
+		return 0;
+	}
+	why = "holds the old contents of blocks that an earlier dmmerge "
+	      "--undo changed before it failed (or was killed)";
+refuse:
+	track_stream_reader_free(r);
+	close(fd);
+	if (!strncmp(why, "holds", 5))
+		ds_err("undo file %s %s: it is the only copy of them. Roll "
+		       "back first (dmmerge --rollback %s%s%s %s), then run "
+		       "the sync again; or give --undo another file. Nothing "
+		       "was written", m->undo_path, why, m->undo_path,
+		       m->state_path ? " --state " : "",
+		       m->state_path ? m->state_path : "", m->target);
+	else
+		ds_err("%s %s, and --undo would overwrite it; give --undo "
+		       "another file (or remove it if you are sure). Nothing "
+		       "was written", m->undo_path, why);
+	return -EEXIST;
+}
 
 static int undo_open(struct merge *m)
 {
@@ -468,6 +843,11 @@ static int undo_open(struct merge *m)
 	if (ui.base_epoch >= ui.new_epoch)
 		ui.base_epoch = ui.new_epoch = 0;
 	ui.created = time(NULL);
+	ret = undo_path_check(m);
+	if (!ret)
+		ret = undo_may_replace(m);
+	if (ret)
+		return ret;
 	m->ufd = open(m->undo_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 		      0600);
 	if (m->ufd < 0) {
@@ -538,6 +918,7 @@ static int flush_batch(struct merge *m)
 	ret = undo_sync(m);
 	if (ret)
 		return ret;
+	m->undo_used = true;
 	for (i = 0; i < m->nbatch; i++) {
 		ret = write_run(m, m->batch[i].type, m->batch[i].first,
 				m->batch[i].length, m->bbuf + m->batch[i].off);
@@ -557,6 +938,22 @@ static int apply_record(struct merge *m, const struct track_stream_record *rec)
 
 	if (m->verify)
 		return 0;
+	ret = size_target(m);
+	if (ret)
+		return ret;
+	if (!m->fp_dropped && m->state_path && m->st.nfp) {
+		/* If this run dies half way, the fingerprint would take its
+		 * writes for someone else's: drop it until the apply ends
+		 * (it is written again then, or refreshed on a failure). */
+		size_t n = m->st.nfp;
+
+		m->st.nfp = 0;
+		ret = state_save(m->state_path, &m->st, m->target);
+		m->st.nfp = n;
+		if (ret)
+			return ret;
+		m->fp_dropped = true;
+	}
 	if (!m->uw)
 		return write_run(m, rec->type, rec->first, rec->length,
 				 rec->data);
@@ -602,13 +999,24 @@ static void report_partial(struct merge *m)
 		ds_err("%s was not changed", m->target);
 		return;
 	}
+	if (!m->uw) {
+		ds_err("%s: %" PRIu64 " records (blocks %" PRIu64 " to %"
+		       PRIu64 ") were written before this, the rest of the "
+		       "stream was not: the target now mixes old and new "
+		       "blocks. Run the sync again (the sender keeps these "
+		       "blocks dirty when dmmerge fails)", m->target,
+		       m->written, m->first_block, m->last_block);
+		return;
+	}
 	ds_err("%s: %" PRIu64 " records (blocks %" PRIu64 " to %" PRIu64
 	       ") were written before this, the rest of the stream was not: "
-	       "the target now mixes old and new blocks. Run the sync again "
-	       "(the sender keeps these blocks dirty when dmmerge fails)%s%s",
-	       m->target, m->written, m->first_block, m->last_block,
-	       m->uw ? ", or restore the old contents with: dmmerge "
-	       "--rollback " : "", m->uw ? m->undo_path : "");
+	       "the target now mixes old and new blocks. Either run the sync "
+	       "again with another --undo file, or restore the old contents "
+	       "with: dmmerge --rollback %s%s%s %s (%s is kept until then: "
+	       "an --undo apply refuses to overwrite it)", m->target,
+	       m->written, m->first_block, m->last_block, m->undo_path,
+	       m->state_path ? " --state " : "",
+	       m->state_path ? m->state_path : "", m->target, m->undo_path);
 }
 
 static void print_totals(struct merge *m, const struct track_stream_totals *t,
@@ -685,6 +1093,8 @@ static int merge(struct merge *m)
 		ret = state_load(m->state_path, &m->st);
 		if (!ret)
 			ret = check_state(m);
+		if (!ret && m->target)
+			ret = fp_check(m);
 		if (ret)
 			goto fail;
 	}
@@ -739,7 +1149,10 @@ static int merge(struct merge *m)
 		st.epoch = m->info.new_epoch;
 		st.block_size = m->info.block_size;
 		st.device_size = m->info.device_size;
-		ret = state_save(m->state_path, &st, m->target);
+		ret = fp_build(m, &st);
+		if (!ret)
+			ret = state_save(m->state_path, &st, m->target);
+		free(st.fp);
 		if (ret)
 			return ret;
 	}
@@ -750,17 +1163,65 @@ static int merge(struct merge *m)
 fail_partial:
 	if (ret == -EINTR && ds_stop)
 		ds_err("interrupted by signal %d", (int)ds_stop);
-	/* Whatever was written is in the undo file, which stays usable. */
-	if (m->uw && !m->verify) {
+	/*
+	 * Whatever was written is in the undo file, synced before it was
+	 * written. The undo file is left without its end record: that is how the
+	 * next dmmerge --undo knows this apply did not complete, and keeps
+	 * the file until it is rolled back. If no batch reached the target,
+	 * it is finished empty: nothing to roll back, free for the next run.
+	 */
+	if (m->uw && !m->undo_used) {
 		m->nbatch = 0;
 		if (!track_stream_writer_finish(m->uw, NULL))
 			fsync(m->ufd);
 	}
 	report_partial(m);
+	if (m->written && m->state_path && m->st.present && m->st.nfp &&
+	    fp_refresh(m))
+		ds_err("warning: could not update the fingerprint in %s: the "
+		       "next run may need --force", m->state_path);
 fail:
 	if (m->created && !m->written)
 		unlink(m->target);
+	else if (m->resized && !m->written && ftruncate(m->tfd, 0))
+		ds_err("warning: cannot shrink %s back to 0 bytes: %s",
+		       m->target, strerror(errno));
 	return ret ? ret : -EIO;
+}
+
+/*
+ * Does the undo file belong to the state the target is in? It undoes the
+ * apply from its base epoch to its new epoch; the state must be at the new
+ * epoch (that apply completed) or still at the base (it did not). An older
+ * undo file would write old blocks back under a state that names a newer
+ * epoch, and the next stream would be accepted on a replica that no longer
+ * equals the source.
+ */
+static int rollback_check_state(struct merge *m)
+{
+	const struct track_stream_info *u = &m->info;
+	const struct state *st = &m->st;
+
+	if (!st->present || !u->new_epoch)
+		return 0;	/* unknown epochs: the state is removed after */
+	if (strcmp(st->source_id, u->source_id)) {
+		ds_err("refusing the rollback: undo file %s was written for a "
+		       "stream from \"%s\", but %s was last updated from "
+		       "\"%s\" (state file %s): it is not this replica's undo "
+		       "file. Nothing was written", m->rollback, u->source_id,
+		       m->target, st->source_id, m->state_path);
+		return -EXDEV;
+	}
+	if (st->epoch == u->new_epoch || st->epoch == u->base_epoch)
+		return 0;
+	ds_err("refusing the rollback: undo file %s undoes epoch %" PRIu64
+	       " to %" PRIu64 ", but %s is at epoch %" PRIu64 " (state file "
+	       "%s): applies after it would be mixed with old blocks. Roll "
+	       "back the newer applies first, newest first, with their undo "
+	       "files, or seed the replica again (dmextract --all). Nothing "
+	       "was written", m->rollback, u->base_epoch, u->new_epoch,
+	       m->target, st->epoch, m->state_path);
+	return -ESTALE;
 }
 
 /* dmmerge --rollback UNDO TARGET */
@@ -789,6 +1250,14 @@ static int rollback(struct merge *m)
 		ret = check_target(m);
 	if (ret)
 		return ret;
+	if (m->state_path) {
+		ret = state_load(m->state_path, &m->st);
+		if (ret)
+			return ret;
+		ret = rollback_check_state(m);
+		if (ret)
+			return ret;
+	}
 	while ((ret = track_stream_read_record(m->r, &rec)) == 1) {
 		ret = write_run(m, rec.type, rec.first, rec.length, rec.data);
 		if (ret) {
@@ -815,16 +1284,12 @@ static int rollback(struct merge *m)
 		return ret;
 	}
 	if (m->state_path) {
-		ret = state_load(m->state_path, &m->st);
-		if (ret)
-			return ret;
 		if (m->st.present && !strcmp(m->st.source_id,
 					     m->info.source_id) &&
 		    m->info.new_epoch && m->st.epoch == m->info.new_epoch) {
 			/* the rolled-back apply had completed */
 			m->st.epoch = m->info.base_epoch;
-			ret = m->st.epoch ?
-			      state_save(m->state_path, &m->st, m->target) :
+			ret = m->st.epoch ? fp_refresh(m) :
 			      (unlink(m->state_path) ? -errno : 0);
 			if (ret)
 				return ret;
@@ -838,6 +1303,11 @@ static int rollback(struct merge *m)
 			       "epochs, so the target's epoch is unknown; the "
 			       "next stream must be full (or --force)",
 			       m->state_path);
+		} else if (m->st.present && m->st.nfp && m->written) {
+			/* an apply that never completed: same epoch */
+			ret = fp_refresh(m);
+			if (ret)
+				return ret;
 		}
 	}
 	if (m->verbose)
@@ -905,6 +1375,8 @@ int main(int argc, char **argv)
 		close(m.in_fd);
 	free(m.batch);
 	free(m.bbuf);
+	free(m.ext);
+	free(m.st.fp);
 	free(m.chunk);
 	return ret ? DS_EXIT_FAIL : DS_EXIT_OK;
 }

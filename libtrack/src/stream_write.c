@@ -107,6 +107,8 @@ static int wr_out(struct track_stream_writer *w, const void *buf, size_t len)
 {
 	int ret;
 
+	if (!len)
+		return 0;	/* a zero run has no payload: buf is NULL */
 	w->offset += len;
 	if (w->olen + len <= WR_OBUF) {
 		memcpy(w->obuf + w->olen, buf, len);

@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <linux/fs.h>
 
+#include <libtrack.h>
+
 #include "dsync_util.h"
 
 const char *ds_prog = "dsync";
@@ -59,6 +61,23 @@ int ds_parse_u64(const char *s, bool suffix, uint64_t *v)
 		return -EINVAL;
 	*v = (uint64_t)n << shift;
 	return 0;
+}
+
+const char *ds_source_id_problem(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n)
+		return "--source-id must not be empty";
+	if (n > TRACK_STREAM_ID_MAX)
+		return "--source-id is longer than 128 characters";
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return "--source-id must be printable ASCII";
+	if (s[0] == ' ' || s[n - 1] == ' ')
+		return "--source-id must not start or end with a blank "
+		       "(dmmerge's state file could not keep it)";
+	return NULL;
 }
 
 const char *ds_human(uint64_t bytes, char *buf, size_t len)

@@ -28,6 +28,13 @@ void ds_err(const char *fmt, ...);
  * 1024) when SUFFIX is true. -EINVAL on anything else. */
 int ds_parse_u64(const char *s, bool suffix, uint64_t *v);
 
+/*
+ * Is S a source id the tools can keep? 1 to TRACK_STREAM_ID_MAX printable
+ * ASCII characters, not starting or ending with a blank (the state file
+ * could not give those back). NULL if so, else what is wrong with it.
+ */
+const char *ds_source_id_problem(const char *s);
+
 /* "1.5 GiB" */
 const char *ds_human(uint64_t bytes, char *buf, size_t len);
 
