@@ -105,7 +105,10 @@ rc=$?
 [ $rc -eq 3 ] && ok "a truncated stream is told apart (exit 3)" ||
 	not_ok "a truncated stream exits $rc, not 3"
 head -c 200000 "$TMP/s" >"$TMP/bad"
-printf 'X' | dd of="$TMP/bad" bs=1 seek=150000 conv=notrunc 2>/dev/null
+# Flip the byte (setting it to a fixed value is no change 1 time in 256).
+byte=$(od -An -tu1 -j150000 -N1 "$TMP/bad" | tr -d ' ')
+printf "\\$(printf %03o $((byte ^ 0xff)))" |
+	dd of="$TMP/bad" bs=1 seek=150000 conv=notrunc 2>/dev/null
 tail -c +200001 "$TMP/s" >>"$TMP/bad"
 "$bin/stream-pipe" read <"$TMP/bad" >/dev/null 2>&1
 rc=$?
