@@ -36,7 +36,13 @@ diag "150 appends in $((t1 - t0)) ms (longest pause $UDS_MAXGAP ms):" \
 	"fail-safe, $(uds_status pushes_timer) timer)"
 check_between "pushes within what t, c and f allow" "$pushes" 1 \
 	"$(push_bound $((t1 - t0)) $UDS_GAPS 0)"
-check "far fewer pushes than updates" [ "$pushes" -lt $((updates / 5)) ]
+# 150 appends 20 ms apart take 3 s; the fail-safe pushes once per f
+# whatever the machine does, so "far fewer" holds only if it kept pace.
+if [ $((t1 - t0)) -le 9000 ]; then
+	check "far fewer pushes than updates" [ "$pushes" -lt $((updates / 5)) ]
+else
+	diag "the appends took $((t1 - t0)) ms, not 3 s: no ratio check"
+fi
 check "the counter never fired (c is far away)" \
 	[ "$(uds_status pushes_counter)" = 0 ]
 check "bytes pushed are the bytes appended" \

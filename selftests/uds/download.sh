@@ -29,9 +29,17 @@ counter=$(uds_status pushes_counter)
 diag "$total bytes in $((t1 - t0)) ms: $(uds_status updates) updates," \
 	"$pushes pushes ($counter counter, $(uds_status pushes_failsafe)" \
 	"fail-safe, $(uds_status pushes_timer) timer)"
-check "the counter fired" [ "$counter" -ge 1 ]
+# The counter fires only if the chunks come faster than t. On a machine
+# that paused for t between most of them (TCG under load), the timer
+# pushes each one first; that is right, and nothing to check the
+# counter by.
+if [ "$UDS_GAPS" -lt $(($(uds_status updates) / 4)) ]; then
+	check "the counter fired" [ "$counter" -ge 1 ]
+else
+	diag "this machine paused for t $UDS_GAPS times: no counter check"
+fi
 # Random data does not compress: at most one counter push per c bytes.
-check_between "counter pushes within what c allows" "$counter" 1 \
+check_between "counter pushes within what c allows" "$counter" 0 \
 	$((total / 16384 + 2))
 check_between "pushes within what t, c and f allow" "$pushes" 1 \
 	"$(push_bound $((t1 - t0)) $UDS_GAPS "$counter")"

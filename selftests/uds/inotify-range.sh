@@ -51,10 +51,15 @@ check "a directory" has "CREATE,ISDIR - $dir/d"
 check "a rename, both paths" has "RENAME - $dir/f -> $dir/d/g"
 check "a delete" has "DELETE - $dir/d/g"
 
-inotify-range -q -c 2 -t 10 "$dir" >"$W/out2" &
+inotify-range -q -c 2 -t 30 "$dir" >"$W/out2" &
 pid=$!
-sleep 0.3
-mkdir "$dir/c1" "$dir/c2" "$dir/c3"
+# Events until it has seen two and exited, however long it took to start.
+i=0
+while kill -0 $pid 2>/dev/null && [ $i -lt 100 ]; do
+	i=$((i + 1))
+	mkdir "$dir/c$i"
+	sleep 0.2
+done
 wait $pid
 check "--count stops after N events" [ "$(wc -l <"$W/out2")" = 2 ]
 
