@@ -40,13 +40,27 @@ sleep "$UDS_T"
 uds_refresh
 p1=$(uds_status pushes)
 i=0
+gap=0
+last=$(now_ms)
 while [ $i -lt 20 ]; do
 	echo "burst $i" >>"$S/notes.txt"
 	sleep 0.1
+	now=$(now_ms)
+	[ $((now - last)) -gt $gap ] && gap=$((now - last))
+	last=$now
 	i=$((i + 1))
 done
 uds_wait_synced || not_ok "the burst is synced"
 uds_refresh
-check_between "a burst is one push, as before" $(($(uds_status pushes) - p1)) 1 1
+# A machine that paused for half the lone delay inside the burst made its
+# first change a lone one: then the first may go alone.
+if [ $gap -lt 250 ]; then
+	check_between "a burst is one push, as before" \
+		$(($(uds_status pushes) - p1)) 1 1
+else
+	diag "the burst paused $gap ms: one push, or two"
+	check_between "a burst is one or two pushes" \
+		$(($(uds_status pushes) - p1)) 1 2
+fi
 check "uds-plus exits cleanly on SIGTERM" uds_stop
 done_testing
