@@ -15,9 +15,15 @@ ranges | plain) ok "--mode says ranges or plain" ;;
 esac
 
 dir=$S
-inotify-range -q -t 2 "$dir" >"$W/out" 2>"$W/err" &
+inotify-range -t 2 "$dir" >"$W/out" 2>"$W/err" &
 pid=$!
-sleep 0.3
+# The '# mode' line comes once every watch is in place: a fixed sleep lost
+# the first events when the VM was slow to start the watcher.
+i=0
+until grep -q '^# mode' "$W/out" 2>/dev/null || [ $i -ge 300 ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
 printf hello >"$dir/f"
 sleep 0.2
 printf world >>"$dir/f"

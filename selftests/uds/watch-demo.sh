@@ -6,9 +6,16 @@ dir=$(mktemp -d /tmp/watch-demo.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 echo "# inotify-range $dir, while: appends, a write at 4096, a truncate," \
 	"a file in a new directory, a rename"
-inotify-range -t 2 "$dir" &
+out=$(mktemp /tmp/watch-demo.out.XXXXXX)
+trap 'rm -rf "$dir" "$out"' EXIT
+# Start writing once the '# mode' line says every watch is in place.
+inotify-range -t 2 "$dir" >"$out" &
 pid=$!
-sleep 0.5
+i=0
+until grep -q '^# mode' "$out" 2>/dev/null || [ $i -ge 300 ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
 for i in 1 2 3; do
 	echo "log line $i" >>"$dir/app.log"
 	sleep 0.1
@@ -23,3 +30,4 @@ sleep 0.1
 echo "inside" >"$dir/new/file"
 mv "$dir/app.log" "$dir/app.log.1"
 wait $pid
+cat "$out"
