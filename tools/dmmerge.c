@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libtrack.h>
@@ -23,6 +24,10 @@ struct cli {
 	const char *target;
 	bool verify;
 	bool verbose;
+	enum ds_progress_mode pmode;
+	struct ds_progress prog;
+	bool prog_started;
+	bool by_stream;		/* progress in stream bytes (a stream file) */
 	bool stopped;		/* the read function saw a signal */
 	bool said_stop;
 };
@@ -46,10 +51,14 @@ static void usage(FILE *f)
 "                       FILE (synced before each batch is written)\n"
 "  -r, --rollback FILE  write the old contents saved in FILE back\n"
 "  -n, --verify, --dry-run   read and check everything, write nothing\n"
+"  -P, --progress       progress on stderr even if it is not a terminal\n"
+"      --no-progress    no progress line\n"
 "  -v, --verbose        totals on stderr\n"
 "  -h, --help           this help\n"
 "Exit status: 0 applied (and synced), 1 failure, 2 usage. See dmmerge(1).\n");
 }
+
+enum { OPT_NO_PROGRESS = 256 };
 
 static const struct option longopts[] = {
 	{ "state", required_argument, NULL, 's' },
@@ -58,6 +67,8 @@ static const struct option longopts[] = {
 	{ "rollback", required_argument, NULL, 'r' },
 	{ "verify", no_argument, NULL, 'n' },
 	{ "dry-run", no_argument, NULL, 'n' },
+	{ "progress", no_argument, NULL, 'P' },
+	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -102,11 +113,16 @@ static ssize_t in_read(void *arg, void *buf, size_t len)
 	}
 }
 
-/* Between records: a signal stops the apply (as a failure half way). */
+/*
+ * Progress: of the stream file's bytes when stdin is one; else of the
+ * device for a full stream; else bytes applied so far (no total known).
+ */
 static int progress_cb(void *arg, uint64_t stream_bytes, uint64_t block_bytes,
 		       int final)
 {
 	struct cli *c = arg;
+	struct track_stream_info info;
+	struct stat st;
 
 	if (ds_stop && !final) {
 		if (!c->said_stop) {
@@ -115,6 +131,25 @@ static int progress_cb(void *arg, uint64_t stream_bytes, uint64_t block_bytes,
 		}
 		return -EINTR;
 	}
+	if (!c->prog_started) {
+		uint64_t total = 0;
+
+		c->prog_started = true;
+		ds_progress_init(&c->prog, c->pmode, 0);
+		if (!fstat(STDIN_FILENO, &st) && S_ISREG(st.st_mode) &&
+		    st.st_size > 0) {
+			c->by_stream = true;
+			total = st.st_size;
+		} else if (!track_apply_get_info(c->a, &info, NULL, NULL) &&
+			   (info.flags & TRACK_STREAM_FULL)) {
+			total = info.device_size;
+		} else {
+			c->prog.open_ended = true;
+		}
+		c->prog.total = total;
+	}
+	ds_progress_update(&c->prog, c->by_stream ? stream_bytes : block_bytes,
+			   final);
 	return 0;
 }
 
@@ -141,7 +176,7 @@ static void print_totals(struct cli *c, double secs)
 int main(int argc, char **argv)
 {
 	struct track_apply_params p;
-	struct cli c = { 0 };
+	struct cli c = { .pmode = DS_PROGRESS_AUTO };
 	const char *rollback = NULL;
 	uint64_t runs = 0;
 	double t0;
@@ -149,7 +184,7 @@ int main(int argc, char **argv)
 
 	ds_prog = "dmmerge";
 	track_apply_params_init(&p);
-	while ((opt = getopt_long(argc, argv, "s:fu:r:nvh", longopts,
+	while ((opt = getopt_long(argc, argv, "s:fu:r:nPvh", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 's':
@@ -167,6 +202,12 @@ int main(int argc, char **argv)
 		case 'n':
 			p.flags |= TRACK_APPLY_VERIFY;
 			c.verify = true;
+			break;
+		case 'P':
+			c.pmode = DS_PROGRESS_ON;
+			break;
+		case OPT_NO_PROGRESS:
+			c.pmode = DS_PROGRESS_OFF;
 			break;
 		case 'v':
 			c.verbose = true;
@@ -196,8 +237,10 @@ int main(int argc, char **argv)
 	p.target = c.target;
 	p.log = log_cb;
 	p.log_arg = &c;
-	p.progress = progress_cb;
-	p.progress_arg = &c;
+	if (!rollback) {
+		p.progress = progress_cb;
+		p.progress_arg = &c;
+	}
 	ret = track_apply_new(&p, &c.a);
 	if (ret) {
 		ds_err("%s", strerror(-ret));
