@@ -137,6 +137,87 @@ static void a_sparse_file_reads_back_with_holes_as_zero_runs(void **state)
 	free(b.p);
 }
 
+/* Progress must only grow, and end at the bytes sent. */
+static int count_progress(void *arg, uint64_t bytes, int final)
+{
+	uint64_t *last = arg;
+
+	assert_true(bytes >= last[0]);
+	last[0] = bytes;
+	last[1]++;
+	last[2] = final;
+	return 0;
+}
+
+/* 24 MiB in runs with gaps: many 4 MiB windows through the four-window
+ * ring between the reading and the writing thread (ThreadSanitizer runs
+ * this, tests/threads.sh). */
+static void many_windows_arrive_in_order(void **state)
+{
+	const uint64_t nblk = 6144;
+	struct track_stream_info info = { .block_size = BS };
+	struct track_stream_totals t;
+	struct track_stream_reader *r;
+	struct track_stream_writer *w;
+	struct track_stream_record rec;
+	struct track_extract *x;
+	struct buf b = { 0 };
+	unsigned char *img, *back;
+	uint64_t sent = 0, got = 0, prog[3] = { 0 };
+	char p[128];
+	int fd, ret;
+
+	path(p, sizeof(p), "big");
+	img = malloc(nblk * BS);
+	back = calloc(nblk, BS);
+	assert_non_null(img);
+	assert_non_null(back);
+	for (uint64_t i = 0; i < nblk * BS; i++)
+		img[i] = (unsigned char)(i * 2654435761u >> 13) | 1;
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_int_equal(write(fd, img, nblk * BS), (ssize_t)(nblk * BS));
+	close(fd);
+
+	assert_int_equal(track_extract_new(p, BS, &x), 0);
+	info.device_size = track_extract_size(x);
+	assert_int_equal(track_stream_writer_new(&info, buf_write, &b, &w), 0);
+	assert_int_equal(track_extract_set_progress(x, count_progress, prog), 0);
+	assert_int_equal(track_extract_start(x, w), 0);
+	assert_int_equal(track_extract_set_progress(x, NULL, NULL), -EBUSY);
+	/* runs of 1 to 300 blocks, gaps of 0 to 40 (read through or not) */
+	for (uint64_t first = 0, k = 1; first < nblk; k++) {
+		uint64_t count = 1 + k * 37 % 300;
+
+		if (count > nblk - first)
+			count = nblk - first;
+		assert_int_equal(track_extract_add(x, first, count), 0);
+		sent += count;
+		first += count + k * 11 % 41;
+	}
+	assert_int_equal(track_extract_finish(x, &t), 0);
+	assert_int_equal(t.data_blocks, sent);
+	assert_int_equal(prog[0], sent * BS);
+	assert_true(prog[1] > 6);	/* a call per window, and the last */
+	assert_int_equal(prog[2], 1);
+	track_extract_free(x);
+	track_stream_writer_free(w);
+
+	assert_int_equal(track_stream_reader_new(buf_read, &b, &r), 0);
+	assert_int_equal(track_stream_read_header(r, &info), 0);
+	while ((ret = track_stream_read_record(r, &rec)) == 1) {
+		assert_int_equal(rec.type, TRACK_STREAM_DATA);
+		assert_memory_equal(rec.data, img + rec.first * BS,
+				    rec.length);
+		got += rec.count;
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(got, sent);
+	track_stream_reader_free(r);
+	free(img);
+	free(back);
+	free(b.p);
+}
+
 static void extraction_errors_name_the_file(void **state)
 {
 	struct track_extract *x;
@@ -341,6 +422,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_sparse_file_reads_back_with_holes_as_zero_runs),
+		cmocka_unit_test(many_windows_arrive_in_order),
 		cmocka_unit_test(extraction_errors_name_the_file),
 		cmocka_unit_test(runs_out_of_order_are_refused),
 		cmocka_unit_test(progress_can_stop_and_abort_leaves_a_cut_stream),
