@@ -79,7 +79,7 @@ done <"$TMP/all"
 	not_ok "not declared, or not on its page:$prot"
 
 # Names: track_<object>_<verb>, one way to free, no function named like a type.
-bad=$(grep -vE '^track_(watch|stream|extents|batch|dm|version|check)_[a-z0-9_]+$' "$TMP/all")
+bad=$(grep -vE '^track_(watch|stream|extents|extract|apply|batch|dm|version|check)_[a-z0-9_]+$' "$TMP/all")
 [ -z "$bad" ] && ok "every function is track_<object>_<verb>" || not_ok "odd names: $bad"
 close=$(grep -E '_close$' "$TMP/all")
 [ -z "$close" ] && ok "handles are released by _free only" || not_ok "_close: $close"

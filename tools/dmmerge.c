@@ -2,115 +2,34 @@
 /*
  * dmmerge: apply a dsync stream from stdin to a device or file.
  *
- * Nothing is written before the header matched the target (and the state
- * file's epoch); each record is checked completely by the reader before
- * it is written; writes never leave the target. With --undo, the old
- * contents of each batch of records are saved and synced first, so an
- * interrupted apply can be rolled back.
+ * The engine (checks, undo, rollback, state file, replica fingerprint) is
+ * libtrack's track_apply_* (<libtrack/dsync.h>); this is its command line:
+ * options, messages on stderr, progress, totals.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-#include <linux/falloc.h>
-#include <zlib.h>
 
 #include <libtrack.h>
 
 #include "dsync_util.h"
 
-#define BATCH_BYTES	(32u << 20)	/* --undo: data held before a sync */
-#define CHUNK		(1u << 20)
-
-/*
- * The replica fingerprint (see docs/dsync.md, "A replica changed behind
- * the state file"): CRC-32 of the first FP_HEAD bytes (where every common
- * filesystem keeps the superblock a mount writes) and of up to FP_MAX
- * extents, FP_BYTES in all, of what the last apply wrote, spread evenly.
- */
-#define FP_HEAD		(1u << 20)
-#define FP_MAX		4096
-#define FP_BYTES	(64ull << 20)
-
-struct fp {			/* a fingerprinted range of bytes */
-	uint64_t off;
-	uint64_t len;
-	uint32_t crc;
-};
-
-struct state {
-	bool present;
-	char source_id[TRACK_STREAM_ID_MAX + 1];
-	uint64_t epoch;
-	uint64_t block_size;
-	uint64_t device_size;
-	struct fp *fp;		/* the replica fingerprint */
-	size_t nfp;
-};
-
-struct brec {			/* a record held in an --undo batch */
-	uint32_t type;
-	uint64_t first;
-	uint64_t count;
-	size_t length;
-	size_t off;		/* of its data in the batch buffer */
-};
-
-struct merge {
-	/* options */
+struct cli {
+	struct track_apply *a;
 	const char *target;
-	const char *state_path;
-	const char *undo_path;
-	const char *rollback;
-	bool force;
 	bool verify;
 	bool verbose;
-
-	/* the stream */
-	const char *input;	/* "stdin" or the undo file */
-	int in_fd;
-	struct track_stream_reader *r;
-	struct track_stream_info info;
-
-	/* the target */
-	int tfd;
-	uint64_t tsize;
-	bool tregular;
-	bool created;
-	bool resize;		/* size the empty file before the first write */
-	bool resized;
-	bool fp_dropped;	/* the state file's fingerprint, before writing */
-
-	struct state st;
-
-	/* --undo */
-	int ufd;
-	struct track_stream_writer *uw;
-	bool undo_used;		/* a batch of old contents went to it */
-	struct brec *batch;
-	size_t nbatch;
-	size_t batch_cap;
-	unsigned char *bbuf;
-	size_t bused;
-	uint64_t bzero;		/* bytes of zero runs in the batch */
-	unsigned char *chunk;	/* CHUNK bytes, or one block if larger */
-	size_t chunk_len;
-
-	/* what was written: the extents, for the fingerprint */
-	struct fp *ext;
-	size_t next, ext_cap;
-	uint64_t ext_bytes;
-	uint64_t written;	/* records */
-	uint64_t first_block;
-	uint64_t last_block;
+	enum ds_progress_mode pmode;
+	struct ds_progress prog;
+	bool prog_started;
+	bool by_stream;		/* progress in stream bytes (a stream file) */
+	bool stopped;		/* the read function saw a signal */
+	bool said_stop;
 };
 
 static void usage(FILE *f)
@@ -132,10 +51,14 @@ static void usage(FILE *f)
 "                       FILE (synced before each batch is written)\n"
 "  -r, --rollback FILE  write the old contents saved in FILE back\n"
 "  -n, --verify, --dry-run   read and check everything, write nothing\n"
+"  -P, --progress       progress on stderr even if it is not a terminal\n"
+"      --no-progress    no progress line\n"
 "  -v, --verbose        totals on stderr\n"
 "  -h, --help           this help\n"
 "Exit status: 0 applied (and synced), 1 failure, 2 usage. See dmmerge(1).\n");
 }
+
+enum { OPT_NO_PROGRESS = 256 };
 
 static const struct option longopts[] = {
 	{ "state", required_argument, NULL, 's' },
@@ -144,6 +67,8 @@ static const struct option longopts[] = {
 	{ "rollback", required_argument, NULL, 'r' },
 	{ "verify", no_argument, NULL, 'n' },
 	{ "dry-run", no_argument, NULL, 'n' },
+	{ "progress", no_argument, NULL, 'P' },
+	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -156,16 +81,31 @@ static int bad_usage(const char *what)
 	return DS_EXIT_USAGE;
 }
 
+/* Messages of the engine: "dmmerge: ..." on stderr. */
+static void log_cb(void *arg, const char *msg)
+{
+	struct cli *c = arg;
+
+	ds_err("%s", msg);
+	if (c->stopped && !c->said_stop) {
+		/* after the reader's message about the cut read */
+		c->said_stop = true;
+		ds_err("interrupted by signal %d", (int)ds_stop);
+	}
+}
+
 /* Reading the stream: a signal stops a read that waits for input. */
 static ssize_t in_read(void *arg, void *buf, size_t len)
 {
-	struct merge *m = arg;
+	struct cli *c = arg;
 	ssize_t n;
 
 	for (;;) {
-		if (ds_stop)
+		if (ds_stop) {
+			c->stopped = true;
 			return -EINTR;
-		n = read(m->in_fd, buf, len);
+		}
+		n = read(STDIN_FILENO, buf, len);
 		if (n >= 0)
 			return n;
 		if (errno != EINTR)
@@ -173,1175 +113,104 @@ static ssize_t in_read(void *arg, void *buf, size_t len)
 	}
 }
 
-/* --- the state file ------------------------------------------------------ */
-
-static int state_load(const char *path, struct state *st)
+/*
+ * Progress: of the stream file's bytes when stdin is one; else of the
+ * device for a full stream; else bytes applied so far (no total known).
+ */
+static int progress_cb(void *arg, uint64_t stream_bytes, uint64_t block_bytes,
+		       int final)
 {
-	char line[512], key[32], val[256];
-	unsigned int seen = 0;
-	uint64_t v;
-	FILE *f;
-
-	free(st->fp);
-	memset(st, 0, sizeof(*st));
-	f = fopen(path, "re");
-	if (!f) {
-		if (errno == ENOENT)
-			return 0;
-		ds_err("cannot read state file %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		if (!strncmp(line, "source-id ", 10)) {
-			/* the rest of the line, blanks and all */
-			size_t n = strcspn(line + 10, "\n");
-
-			if (n > TRACK_STREAM_ID_MAX)
-				goto bad;
-			memcpy(st->source_id, line + 10, n);
-			st->source_id[n] = 0;
-			seen |= 1;
-			continue;
-		}
-		if (!strncmp(line, "fingerprint ", 12)) {
-			unsigned long long off, len;
-			unsigned int crc;
-			struct fp *nf;
-
-			if (sscanf(line + 12, "%llu %llu %x", &off, &len,
-				   &crc) != 3 || !len)
-				goto bad;
-			nf = realloc(st->fp, (st->nfp + 1) * sizeof(*nf));
-			if (!nf)
-				goto bad;
-			st->fp = nf;
-			st->fp[st->nfp].off = off;
-			st->fp[st->nfp].len = len;
-			st->fp[st->nfp++].crc = crc;
-			continue;
-		}
-		if (sscanf(line, "%31s %255[ -~]", key, val) != 2)
-			goto bad;
-		if (!strcmp(key, "source-id")) {
-			if (strlen(val) > TRACK_STREAM_ID_MAX)
-				goto bad;
-			memcpy(st->source_id, val, strlen(val) + 1);
-			seen |= 1;
-			continue;
-		}
-		if (ds_parse_u64(val, false, &v))
-			goto bad;
-		if (!strcmp(key, "epoch")) {
-			st->epoch = v;
-			seen |= 2;
-		} else if (!strcmp(key, "block-size")) {
-			st->block_size = v;
-			seen |= 4;
-		} else if (!strcmp(key, "device-size")) {
-			st->device_size = v;
-			seen |= 8;
-		}
-	}
-	fclose(f);
-	if (seen != 15)
-		goto bad_closed;
-	st->present = true;
-	return 0;
-bad:
-	fclose(f);
-bad_closed:
-	ds_err("state file %s is damaged (expected source-id, epoch, "
-	       "block-size and device-size lines); repair it, or delete it "
-	       "and apply a full stream (dmextract --all)", path);
-	return -EINVAL;
-}
-
-/* Replace the state file atomically (write, sync, rename, sync dir). */
-static int state_save(const char *path, const struct state *st,
-		      const char *target)
-{
-	char tmp[4096], *dir_copy;
-	FILE *f;
-	int fd, dfd, ret = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		goto fail;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		goto fail;
-	}
-	fprintf(f, "# dmmerge state of %s: the last stream applied to it.\n"
-		"source-id %s\nepoch %" PRIu64 "\nblock-size %" PRIu64
-		"\ndevice-size %" PRIu64 "\napplied %lld\n", target,
-		st->source_id, st->epoch, st->block_size, st->device_size,
-		(long long)time(NULL));
-	if (st->nfp)
-		fprintf(f, "# what the target held then (offset, length, "
-			"CRC-32): dmmerge refuses a stream if it changed\n");
-	for (size_t i = 0; i < st->nfp; i++)
-		fprintf(f, "fingerprint %" PRIu64 " %" PRIu64 " %08" PRIx32
-			"\n", st->fp[i].off, st->fp[i].len, st->fp[i].crc);
-	if (fflush(f) || fsync(fd)) {
-		fclose(f);
-		goto fail;
-	}
-	if (fclose(f) || rename(tmp, path))
-		goto fail;
-	dir_copy = strdup(path);
-	if (dir_copy) {
-		dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
-		free(dir_copy);
-	}
-	return 0;
-fail:
-	ret = -errno;
-	ds_err("cannot write state file %s: %s (the target is complete and "
-	       "synced; the state file still names the previous epoch, so "
-	       "the next stream needs --force)", path, strerror(errno));
-	unlink(tmp);
-	return ret;
-}
-
-/* May this stream be applied on top of what the state file says? */
-static int check_state(struct merge *m)
-{
-	const struct track_stream_info *in = &m->info;
-	const struct state *st = &m->st;
-	const char *tname = m->target ? m->target : "the target";
-	const char *why = NULL;
-	char buf[700];
-	int ret;
-
-	if (!m->state_path)
-		return 0;
-	if (!st->present) {
-		if (in->flags & TRACK_STREAM_FULL)
-			return 0;
-		snprintf(buf, sizeof(buf), "state file %s does not exist, so "
-			 "the epoch %s holds is unknown: seed it with a full "
-			 "stream (dmextract --all), or use --force if you know "
-			 "it holds epoch %" PRIu64 " of %s", m->state_path,
-			 tname, in->base_epoch, in->source_id);
-		why = buf;
-	} else {
-		ret = track_stream_check_epoch(in, st->source_id, st->epoch);
-		if (!ret && !(in->flags & TRACK_STREAM_FULL) &&
-		    (st->block_size != in->block_size ||
-		     st->device_size != in->device_size))
-			ret = -EMEDIUMTYPE;
-		switch (ret) {
-		case 0:
-			return 0;
-		case -EXDEV:
-			snprintf(buf, sizeof(buf), "the stream comes from "
-				 "\"%s\", but %s was last updated from \"%s\" "
-				 "(state file %s): wrong target?",
-				 in->source_id, tname, st->source_id,
-				 m->state_path);
-			break;
-		case -ENOENT:
-			snprintf(buf, sizeof(buf), "the stream has no epochs, "
-				 "so nothing says it follows epoch %" PRIu64
-				 " of %s", st->epoch, tname);
-			break;
-		case -ERANGE:
-			snprintf(buf, sizeof(buf), "the stream holds the "
-				 "changes after epoch %" PRIu64 ", but %s has "
-				 "epoch %" PRIu64 ": the changes in between "
-				 "would be missing. Apply the missing stream "
-				 "first, or seed again (dmextract --all)",
-				 in->base_epoch, tname, st->epoch);
-			break;
-		case -ESTALE:
-			snprintf(buf, sizeof(buf), "the stream (epochs %"
-				 PRIu64 " to %" PRIu64 ") is not newer than "
-				 "epoch %" PRIu64 " that %s has: applying it "
-				 "would roll blocks back (was it applied "
-				 "already?)", in->base_epoch, in->new_epoch,
-				 st->epoch, tname);
-			break;
-		default:
-			snprintf(buf, sizeof(buf), "the stream has %" PRIu32
-				 "-byte blocks and %" PRIu64 " bytes, the "
-				 "state file %s says %" PRIu64 " and %" PRIu64
-				 " (was the tracking set up again? seed with "
-				 "dmextract --all)", in->block_size,
-				 in->device_size, m->state_path,
-				 st->block_size, st->device_size);
-		}
-		why = buf;
-	}
-	if (m->force) {
-		ds_err("warning: %s; applying it anyway (--force)", why);
-		return 0;
-	}
-	ds_err("refusing the stream: %s%s", why, st->present ?
-	       " (--force applies it anyway)" : "");
-	return -EPERM;
-}
-
-/* --- the target ---------------------------------------------------------- */
-
-static int open_target(struct merge *m, bool may_create)
-{
-	int flags = m->verify ? O_RDONLY : O_RDWR;
+	struct cli *c = arg;
+	struct track_stream_info info;
 	struct stat st;
-	int ret;
 
-	if (stat(m->target, &st) == 0 && S_ISBLK(st.st_mode) && !m->verify)
-		flags |= O_EXCL;	/* not while mounted */
-	m->tfd = open(m->target, flags | O_CLOEXEC);
-	if (m->tfd < 0 && errno == ENOENT && may_create && !m->verify) {
-		m->tfd = open(m->target, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
-			      0600);
-		m->created = m->tfd >= 0;
+	if (ds_stop && !final) {
+		if (!c->said_stop) {
+			c->said_stop = true;
+			ds_err("interrupted by signal %d", (int)ds_stop);
+		}
+		return -EINTR;
 	}
-	if (m->tfd < 0) {
-		if (errno == EBUSY)
-			ds_err("%s is in use (mounted?); unmount it first",
-			       m->target);
-		else if (errno == ENOENT)
-			ds_err("%s does not exist (only a full stream, from "
-			       "dmextract --all, creates a new file)",
-			       m->target);
-		else
-			ds_err("cannot open %s: %s", m->target,
-			       strerror(errno));
-		return -errno;
+	if (!c->prog_started) {
+		uint64_t total = 0;
+
+		c->prog_started = true;
+		ds_progress_init(&c->prog, c->pmode, 0);
+		if (!fstat(STDIN_FILENO, &st) && S_ISREG(st.st_mode) &&
+		    st.st_size > 0) {
+			c->by_stream = true;
+			total = st.st_size;
+		} else if (!track_apply_get_info(c->a, &info, NULL, NULL) &&
+			   (info.flags & TRACK_STREAM_FULL)) {
+			total = info.device_size;
+		} else {
+			c->prog.open_ended = true;
+		}
+		c->prog.total = total;
 	}
-	if (!m->verify && flock(m->tfd, LOCK_EX | LOCK_NB)) {
-		ds_err("%s is being updated by another dmmerge; wait for it",
-		       m->target);
-		return -EBUSY;
-	}
-	if (fstat(m->tfd, &st))
-		return -errno;
-	m->tregular = S_ISREG(st.st_mode);
-	ret = ds_fd_size(m->tfd, &m->tsize);
-	if (ret) {
-		ds_err("%s: %s", m->target, ret == -ENOTBLK ?
-		       "not a block device or regular file" : strerror(-ret));
-		return ret;
-	}
+	ds_progress_update(&c->prog, c->by_stream ? stream_bytes : block_bytes,
+			   final);
 	return 0;
 }
 
-/* The header against the target: before anything is written. */
-static int check_target(struct merge *m)
+static void print_totals(struct cli *c, double secs)
 {
-	const struct track_stream_info *in = &m->info;
+	struct track_stream_info in;
+	struct track_stream_totals t;
 	char a[32], b[32];
 
-	if (m->tregular && m->tsize == 0 && (in->flags & TRACK_STREAM_FULL) &&
-	    !m->verify) {
-		/* Sized only when the first record is applied: until then
-		 * the file stays as it was, whatever fails. */
-		m->resize = true;
-		m->tsize = in->device_size;
-		return 0;
-	}
-	if (m->tsize != in->device_size) {
-		ds_err("%s is %" PRIu64 " bytes (%s), the stream is for a "
-		       "device of %" PRIu64 " bytes (%s): wrong target? "
-		       "nothing was written", m->target, m->tsize,
-		       ds_human(m->tsize, a, sizeof(a)), in->device_size,
-		       ds_human(in->device_size, b, sizeof(b)));
-		return -EMEDIUMTYPE;
-	}
-	return 0;
-}
-
-static int size_target(struct merge *m)
-{
-	if (!m->resize || m->resized)
-		return 0;
-	if (ftruncate(m->tfd, m->tsize)) {
-		int ret = -errno;
-
-		ds_err("cannot size %s to %" PRIu64 " bytes: %s", m->target,
-		       m->tsize, strerror(errno));
-		return ret;
-	}
-	m->resized = true;
-	return 0;
-}
-
-static int zero_range(struct merge *m, uint64_t off, uint64_t len)
-{
-	uint64_t n;
-	int mode, ret;
-
-	mode = m->tregular ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE :
-			     FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
-	if (!fallocate(m->tfd, mode, off, len))
-		return 0;
-	if (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS)
-		return -errno;
-	memset(m->chunk, 0, m->chunk_len);
-	while (len) {
-		n = len < m->chunk_len ? len : m->chunk_len;
-		ret = ds_pwrite_all(m->tfd, m->chunk, n, off);
-		if (ret)
-			return ret;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
-static int write_run(struct merge *m, uint32_t type, uint64_t first,
-		     size_t length, const void *data)
-{
-	uint64_t off = first * m->info.block_size;
-	int ret;
-
-	/* The reader checked this; a target that shrank under us is the
-	 * only way it could fail. Never write outside the target. */
-	if (off > m->tsize || length > m->tsize - off) {
-		ds_err("internal error: a write at byte %" PRIu64 " of %zu "
-		       "bytes would leave %s (%" PRIu64 " bytes)", off,
-		       length, m->target, m->tsize);
-		return -EFAULT;
-	}
-	if (type == TRACK_STREAM_DATA)
-		ret = ds_pwrite_all(m->tfd, data, length, off);
-	else
-		ret = zero_range(m, off, length);
-	if (ret) {
-		ds_err("writing %s at byte %" PRIu64 ": %s", m->target, off,
-		       strerror(-ret));
-		return ret;
-	}
-	if (!m->written)
-		m->first_block = first;
-	m->written++;
-	m->ext_bytes += length;
-	if (m->next && m->ext[m->next - 1].off + m->ext[m->next - 1].len ==
-	    off && m->ext[m->next - 1].len + length <= CHUNK) {
-		m->ext[m->next - 1].len += length;
-	} else {
-		if (m->next == m->ext_cap) {
-			size_t cap = m->ext_cap ? m->ext_cap * 2 : 256;
-			struct fp *e = realloc(m->ext, cap * sizeof(*e));
-
-			if (!e)
-				return -ENOMEM;
-			m->ext = e;
-			m->ext_cap = cap;
-		}
-		m->ext[m->next].off = off;
-		m->ext[m->next++].len = length;
-	}
-	m->last_block = first + (length - 1) / m->info.block_size;
-	return 0;
-}
-
-/* --- the replica fingerprint -------------------------------------------- */
-
-static int fp_crc(struct merge *m, uint64_t off, uint64_t len, uint32_t *crc)
-{
-	uint64_t n;
-	uLong c = crc32(0, Z_NULL, 0);
-	int ret;
-
-	while (len) {
-		n = len < m->chunk_len ? len : m->chunk_len;
-		ret = ds_pread_all(m->tfd, m->chunk, n, off);
-		if (ret)
-			return ret;
-		c = crc32(c, m->chunk, n);
-		off += n;
-		len -= n;
-	}
-	*crc = c;
-	return 0;
-}
-
-/* After a complete apply: what the target holds now, where it is cheap. */
-static int fp_build(struct merge *m, struct state *st)
-{
-	size_t k = 1, i, n = 0;
-	int ret;
-
-	if (m->next > FP_MAX)
-		k = (m->next + FP_MAX - 1) / FP_MAX;
-	if (m->ext_bytes / FP_BYTES + 1 > k)
-		k = m->ext_bytes / FP_BYTES + 1;
-	st->fp = calloc(1 + (m->next + k - 1) / k, sizeof(*st->fp));
-	if (!st->fp)
-		return -ENOMEM;
-	st->fp[n].off = 0;
-	st->fp[n++].len = m->tsize < FP_HEAD ? m->tsize : FP_HEAD;
-	for (i = 0; i < m->next; i += k) {
-		if (m->ext[i].off + m->ext[i].len <= FP_HEAD)
-			continue;	/* in the head already */
-		st->fp[n++] = m->ext[i];
-	}
-	for (i = 0; i < n; i++) {
-		ret = fp_crc(m, st->fp[i].off, st->fp[i].len, &st->fp[i].crc);
-		if (ret) {
-			ds_err("reading back %s at byte %" PRIu64 ": %s",
-			       m->target, st->fp[i].off, strerror(-ret));
-			return ret;
-		}
-	}
-	st->nfp = n;
-	return 0;
-}
-
-/*
- * dmmerge itself changed the target but the state stays (a failed apply, a
- * rollback): fingerprint the same ranges again, so the next run does not
- * take its own writes for someone else's.
- */
-static int fp_refresh(struct merge *m)
-{
-	size_t i;
-	int ret;
-
-	for (i = 0; i < m->st.nfp; i++) {
-		struct fp *p = &m->st.fp[i];
-
-		if (p->off > m->tsize || p->len > m->tsize - p->off)
-			continue;
-		ret = fp_crc(m, p->off, p->len, &p->crc);
-		if (ret)
-			return ret;
-	}
-	return state_save(m->state_path, &m->st, m->target);
-}
-
-/*
- * Before an incremental apply: does the target still hold what the last
- * apply left? If it was changed behind dmmerge (a mount that replayed a
- * journal, fsck, a stray write), an incremental stream would not repair
- * the blocks the source did not change again, and the state file would
- * call the replica current.
- */
-static int fp_check(struct merge *m)
-{
-	const struct state *st = &m->st;
-	uint32_t bs = m->info.block_size;
-	char path[4096], a[32];
-	uint64_t bad = 0;
-	FILE *f = NULL;
-	uint32_t crc;
-	size_t i;
-	int ret;
-
-	if (!st->present || !st->nfp || (m->info.flags & TRACK_STREAM_FULL))
-		return 0;
-	snprintf(path, sizeof(path), "%s.changed", m->state_path);
-	for (i = 0; i < st->nfp; i++) {
-		const struct fp *p = &st->fp[i];
-
-		if (p->off > m->tsize || p->len > m->tsize - p->off)
-			crc = ~p->crc;
-		else if ((ret = fp_crc(m, p->off, p->len, &crc)))
-			return ret;
-		if (crc == p->crc)
-			continue;
-		if (!f && !m->verify)
-			f = fopen(path, "we");
-		if (f)
-			fprintf(f, "%" PRIu64 "-%" PRIu64 "\n", p->off / bs,
-				(p->off + p->len - 1) / bs);
-		if (!bad)
-			ds_err("%s changed at bytes %" PRIu64 " to %" PRIu64
-			       " (blocks %" PRIu64 "-%" PRIu64 ") since "
-			       "dmmerge last wrote it", m->target, p->off,
-			       p->off + p->len - 1, p->off / bs,
-			       (p->off + p->len - 1) / bs);
-		bad += p->len;
-	}
-	if (f)
-		fclose(f);
-	if (!bad)
-		return 0;
-	if (m->force) {
-		ds_err("warning: %s was modified outside dmmerge (%s in the "
-		       "ranges checked, listed in %s); applying anyway "
-		       "(--force): the replica may differ from the source "
-		       "there until they are sent again", m->target,
-		       ds_human(bad, a, sizeof(a)), path);
-		return 0;
-	}
-	ds_err("refusing the stream: %s was modified outside dmmerge since "
-	       "epoch %" PRIu64 " (%s differ in the ranges the state file "
-	       "%s fingerprints; was it mounted? even a read-only mount "
-	       "replays the journal). An incremental stream would not repair "
-	       "it. Seed it again (dmextract --all), or send the blocks "
-	       "listed in %s again (dmextract --dirty %s --device SOURCE) and "
-	       "then use --force. See \"A replica changed behind the state "
-	       "file\" in dmmerge(1). Nothing was written", m->target,
-	       st->epoch, ds_human(bad, a, sizeof(a)), m->state_path, path,
-	       path);
-	return -EUCLEAN;
-}
-
-/* --- --undo: save old contents before a batch is written ---------------- */
-
-/*
- * The undo file must not be the target, under any name: opening it with
- * O_TRUNC would destroy the target before a single check ran.
- */
-static int undo_path_check(struct merge *m)
-{
-	struct stat ts, us;
-
-	if (stat(m->undo_path, &us)) {
-		if (errno == ENOENT)
-			return 0;
-		ds_err("undo file %s: %s; nothing was written", m->undo_path,
-		       strerror(errno));
-		return -errno;
-	}
-	if (fstat(m->tfd, &ts))
-		return -errno;
-	if ((us.st_dev == ts.st_dev && us.st_ino == ts.st_ino) ||
-	    (S_ISBLK(us.st_mode) && S_ISBLK(ts.st_mode) &&
-	     us.st_rdev == ts.st_rdev)) {
-		ds_err("undo file %s is the target %s itself; give --undo a "
-		       "file elsewhere. Nothing was written", m->undo_path,
-		       m->target);
-		return -EINVAL;
-	}
-	if (!S_ISREG(us.st_mode)) {
-		ds_err("undo file %s is not a regular file; give --undo a "
-		       "new file. Nothing was written", m->undo_path);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* Does the target hold, in every block of undo record REC, its data? */
-static int undo_rec_matches(struct merge *m, const struct track_stream_record
-			    *rec, uint32_t bs)
-{
-	uint64_t off = rec->first * bs, done = 0, n;
-	int ret;
-
-	if (off > m->tsize || rec->length > m->tsize - off)
-		return 0;
-	while (done < rec->length) {
-		n = rec->length - done;
-		if (n > m->chunk_len)
-			n = m->chunk_len;
-		ret = ds_pread_all(m->tfd, m->chunk, n, off + done);
-		if (ret)
-			return ret;
-		if (rec->type == TRACK_STREAM_DATA ?
-		    memcmp(m->chunk, (const unsigned char *)rec->data + done,
-			   n) :
-		    (m->chunk[0] || memcmp(m->chunk, m->chunk + 1, n - 1)))
-			return 0;	/* zero runs: all zero */
-		done += n;
-	}
-	return 1;
-}
-
-static ssize_t fd_read(void *arg, void *buf, size_t len)
-{
-	ssize_t n;
-
-	do {
-		n = read(*(int *)arg, buf, len);
-	} while (n < 0 && errno == EINTR && !ds_stop);
-	return n < 0 ? -errno : n;
-}
-
-/*
- * May the file at the undo path be replaced? Only if it holds nothing
- * that could still be needed: it is empty; or it is an undo file whose
- * apply completed (it has its end record); or the target already holds
- * every block it saved (it was rolled back, or nothing changed). An undo
- * file of an apply that failed is the only copy of the original contents
- * of the blocks that apply wrote: overwriting it with the old contents of
- * a rerun would save the mixed state instead.
- */
-static int undo_may_replace(struct merge *m)
-{
-	struct track_stream_reader *r = NULL;
-	struct track_stream_record rec;
-	struct track_stream_info ui;
-	struct stat us;
-	int fd, ret, same = 1;
-	const char *why;
-
-	fd = open(m->undo_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fstat(fd, &us) || us.st_size == 0) {
-		close(fd);
-		return 0;
-	}
-	ret = track_stream_reader_new(fd_read, &fd, &r);
-	if (!ret)
-		ret = track_stream_read_header(r, &ui);
-	if (ret || !(ui.flags & TRACK_STREAM_UNDO)) {
-		why = "is not an undo file (written by dmmerge --undo)";
-		goto refuse;
-	}
-	if (ui.device_size != m->info.device_size ||
-	    ui.block_size != m->info.block_size ||
-	    strcmp(ui.source_id, m->info.source_id)) {
-		/* complete or not, it belongs to another replica */
-		why = "is the undo file of another target or source";
-		goto refuse;
-	}
-	while ((ret = track_stream_read_record(r, &rec)) == 1) {
-		if (same == 1)
-			same = undo_rec_matches(m, &rec, ui.block_size);
-		if (same < 0) {
-			ret = same;
-			break;
-		}
-	}
-	if (ret == 0 || same == 1) {
-		/* complete: its apply succeeded; or nothing to lose */
-		track_stream_reader_free(r);
-		close(fd);
-		return 0;
-	}
-	why = "holds the old contents of blocks that an earlier dmmerge "
-	      "--undo changed before it failed (or was killed)";
-refuse:
-	track_stream_reader_free(r);
-	close(fd);
-	if (!strncmp(why, "holds", 5))
-		ds_err("undo file %s %s: it is the only copy of them. Roll "
-		       "back first (dmmerge --rollback %s%s%s %s), then run "
-		       "the sync again; or give --undo another file. Nothing "
-		       "was written", m->undo_path, why, m->undo_path,
-		       m->state_path ? " --state " : "",
-		       m->state_path ? m->state_path : "", m->target);
-	else
-		ds_err("%s %s, and --undo would overwrite it; give --undo "
-		       "another file (or remove it if you are sure). Nothing "
-		       "was written", m->undo_path, why);
-	return -EEXIST;
-}
-
-static int undo_open(struct merge *m)
-{
-	struct track_stream_info ui = m->info;
-	int ret;
-
-	ui.flags = TRACK_STREAM_UNDO;
-	/* base: what the target had (if known); new: what it will have */
-	ui.base_epoch = m->st.present ? m->st.epoch : 0;
-	ui.new_epoch = m->info.new_epoch;
-	if (ui.base_epoch >= ui.new_epoch)
-		ui.base_epoch = ui.new_epoch = 0;
-	ui.created = time(NULL);
-	ret = undo_path_check(m);
-	if (!ret)
-		ret = undo_may_replace(m);
-	if (ret)
-		return ret;
-	m->ufd = open(m->undo_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		      0600);
-	if (m->ufd < 0) {
-		ds_err("cannot create undo file %s: %s; nothing was written",
-		       m->undo_path, strerror(errno));
-		return -errno;
-	}
-	ret = track_stream_writer_open(m->ufd, &ui, &m->uw);
-	if (ret) {
-		ds_err("undo file %s: %s; nothing was written", m->undo_path,
-		       strerror(-ret));
-		return ret;
-	}
-	return 0;
-}
-
-static int undo_save(struct merge *m, const struct brec *b)
-{
-	uint32_t bs = m->info.block_size;
-	uint64_t first = b->first, left = b->length, n;
-	int ret;
-
-	while (left) {
-		n = left < m->chunk_len ? left : m->chunk_len;
-		ret = ds_pread_all(m->tfd, m->chunk, n, first * bs);
-		if (ret) {
-			ds_err("reading old contents of %s at byte %" PRIu64
-			       ": %s", m->target, first * bs, strerror(-ret));
-			return ret;
-		}
-		ret = track_stream_write_data(m->uw, first, (n + bs - 1) / bs,
-					      m->chunk);
-		if (ret) {
-			ds_err("writing undo file %s: %s", m->undo_path,
-			       strerror(-ret));
-			return ret;
-		}
-		first += (n + bs - 1) / bs;
-		left -= n;
-	}
-	return 0;
-}
-
-static int undo_sync(struct merge *m)
-{
-	int ret = track_stream_writer_flush(m->uw);
-
-	if (!ret && fdatasync(m->ufd))
-		ret = -errno;
-	if (ret)
-		ds_err("writing undo file %s: %s", m->undo_path,
-		       strerror(-ret));
-	return ret;
-}
-
-static int flush_batch(struct merge *m)
-{
-	size_t i;
-	int ret;
-
-	if (!m->nbatch)
-		return 0;
-	for (i = 0; i < m->nbatch; i++) {
-		ret = undo_save(m, &m->batch[i]);
-		if (ret)
-			return ret;
-	}
-	ret = undo_sync(m);
-	if (ret)
-		return ret;
-	m->undo_used = true;
-	for (i = 0; i < m->nbatch; i++) {
-		ret = write_run(m, m->batch[i].type, m->batch[i].first,
-				m->batch[i].length, m->bbuf + m->batch[i].off);
-		if (ret)
-			return ret;
-	}
-	m->nbatch = 0;
-	m->bused = 0;
-	m->bzero = 0;
-	return 0;
-}
-
-static int apply_record(struct merge *m, const struct track_stream_record *rec)
-{
-	struct brec *b;
-	int ret;
-
-	if (m->verify)
-		return 0;
-	ret = size_target(m);
-	if (ret)
-		return ret;
-	if (!m->fp_dropped && m->state_path && m->st.nfp) {
-		/* If this run dies half way, the fingerprint would take its
-		 * writes for someone else's: drop it until the apply ends
-		 * (it is written again then, or refreshed on a failure). */
-		size_t n = m->st.nfp;
-
-		m->st.nfp = 0;
-		ret = state_save(m->state_path, &m->st, m->target);
-		m->st.nfp = n;
-		if (ret)
-			return ret;
-		m->fp_dropped = true;
-	}
-	if (!m->uw)
-		return write_run(m, rec->type, rec->first, rec->length,
-				 rec->data);
-	if (m->nbatch == m->batch_cap) {
-		size_t cap = m->batch_cap ? m->batch_cap * 2 : 64;
-
-		b = realloc(m->batch, cap * sizeof(*b));
-		if (!b)
-			return -ENOMEM;
-		m->batch = b;
-		m->batch_cap = cap;
-	}
-	if (rec->type == TRACK_STREAM_DATA &&
-	    m->bused + rec->length > BATCH_BYTES) {
-		ret = flush_batch(m);
-		if (ret)
-			return ret;
-	}
-	b = &m->batch[m->nbatch++];
-	b->type = rec->type;
-	b->first = rec->first;
-	b->count = rec->count;
-	b->length = rec->length;
-	b->off = m->bused;
-	if (rec->type == TRACK_STREAM_DATA) {
-		memcpy(m->bbuf + m->bused, rec->data, rec->length);
-		m->bused += rec->length;
-	} else {
-		m->bzero += rec->length;
-	}
-	if (m->bused >= BATCH_BYTES / 2 || m->bzero >= 4 * BATCH_BYTES)
-		return flush_batch(m);
-	return 0;
-}
-
-/* --- the whole run ------------------------------------------------------- */
-
-static void report_partial(struct merge *m)
-{
-	if (m->verify)
+	if (track_apply_get_info(c->a, &in, &t, NULL))
 		return;
-	if (!m->written) {
-		ds_err("%s was not changed", m->target);
-		return;
-	}
-	if (!m->uw) {
-		ds_err("%s: %" PRIu64 " records (blocks %" PRIu64 " to %"
-		       PRIu64 ") were written before this, the rest of the "
-		       "stream was not: the target now mixes old and new "
-		       "blocks. Run the sync again (the sender keeps these "
-		       "blocks dirty when dmmerge fails)", m->target,
-		       m->written, m->first_block, m->last_block);
-		return;
-	}
-	ds_err("%s: %" PRIu64 " records (blocks %" PRIu64 " to %" PRIu64
-	       ") were written before this, the rest of the stream was not: "
-	       "the target now mixes old and new blocks. Either run the sync "
-	       "again with another --undo file, or restore the old contents "
-	       "with: dmmerge --rollback %s%s%s %s (%s is kept until then: "
-	       "an --undo apply refuses to overwrite it)", m->target,
-	       m->written, m->first_block, m->last_block, m->undo_path,
-	       m->state_path ? " --state " : "",
-	       m->state_path ? m->state_path : "", m->target, m->undo_path);
-}
-
-static void print_totals(struct merge *m, const struct track_stream_totals *t,
-			 double secs)
-{
-	char a[32], b[32];
-
 	fprintf(stderr, "%s: %s %s: epoch %" PRIu64 " to %" PRIu64
 		" of \"%s\"%s, %" PRIu64 " data blocks (%s), %" PRIu64
 		" zero blocks, %" PRIu64 " records, stream %s, %.1f s\n",
-		ds_prog, m->verify ? "checked, for" : "applied to",
-		m->target ? m->target : "no target", m->info.base_epoch,
-		m->info.new_epoch, m->info.source_id,
-		m->info.flags & TRACK_STREAM_FULL ? " (full)" : "",
-		t->data_blocks, ds_human(t->data_bytes, a, sizeof(a)),
-		t->zero_blocks, t->records,
-		ds_human(t->stream_bytes, b, sizeof(b)), secs);
-}
-
-static int read_stream_header(struct merge *m)
-{
-	int ret;
-
-	ret = track_stream_reader_new(in_read, m, &m->r);
-	if (ret) {
-		ds_err("%s", strerror(-ret));
-		return ret;
-	}
-	ret = track_stream_read_header(m->r, &m->info);
-	if (ret) {
-		ds_err("%s: %s", m->input, track_stream_reader_error(m->r));
-		return ret;
-	}
-	m->chunk_len = m->info.block_size > CHUNK ? m->info.block_size : CHUNK;
-	m->chunk = malloc(m->chunk_len);
-	if (!m->chunk) {
-		ds_err("out of memory");
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int merge(struct merge *m)
-{
-	struct track_stream_record rec;
-	struct track_stream_totals t;
-	double t0 = ds_now();
-	int ret;
-
-	m->input = "stdin";
-	m->in_fd = STDIN_FILENO;
-	if (isatty(STDIN_FILENO)) {
-		ds_err("no stream on stdin (it is a terminal): pipe dmextract "
-		       "into dmmerge, or redirect a stream file");
-		return -EINVAL;
-	}
-	ret = read_stream_header(m);
-	if (ret)
-		goto fail;
-	if (m->info.flags & TRACK_STREAM_UNDO) {
-		ds_err("stdin is an undo file; restore it with dmmerge "
-		       "--rollback FILE TARGET");
-		ret = -EINVAL;
-		goto fail;
-	}
-	if (m->target) {
-		ret = open_target(m, m->info.flags & TRACK_STREAM_FULL);
-		if (!ret)
-			ret = check_target(m);
-		if (ret)
-			goto fail;
-	}
-	if (m->state_path) {
-		ret = state_load(m->state_path, &m->st);
-		if (!ret)
-			ret = check_state(m);
-		if (!ret && m->target)
-			ret = fp_check(m);
-		if (ret)
-			goto fail;
-	}
-	if (m->undo_path && !m->verify) {
-		ret = undo_open(m);
-		if (ret)
-			goto fail;
-		m->bbuf = malloc(BATCH_BYTES);
-		if (!m->bbuf) {
-			ret = -ENOMEM;
-			goto fail;
-		}
-	}
-
-	while ((ret = track_stream_read_record(m->r, &rec)) == 1) {
-		ret = ds_stop ? -EINTR : apply_record(m, &rec);
-		if (ret)
-			goto fail_partial;
-	}
-	if (ret) {
-		ds_err("%s: %s", m->input, track_stream_reader_error(m->r));
-		goto fail_partial;
-	}
-	ret = flush_batch(m);
-	if (ret)
-		goto fail_partial;
-	track_stream_reader_totals(m->r, &t);
-	if (m->verify) {
-		if (m->verbose)
-			print_totals(m, &t, ds_now() - t0);
-		return 0;
-	}
-	if (fsync(m->tfd)) {
-		ret = -errno;
-		ds_err("syncing %s: %s", m->target, strerror(errno));
-		goto fail_partial;
-	}
-	if (m->uw) {
-		ret = track_stream_writer_finish(m->uw, NULL);
-		if (!ret && fsync(m->ufd))
-			ret = -errno;
-		if (ret)
-			ds_err("warning: finishing undo file %s: %s (the "
-			       "target is complete and synced)", m->undo_path,
-			       strerror(-ret));
-	}
-	if (m->state_path) {
-		struct state st = { .present = true };
-
-		snprintf(st.source_id, sizeof(st.source_id), "%s",
-			 m->info.source_id);
-		st.epoch = m->info.new_epoch;
-		st.block_size = m->info.block_size;
-		st.device_size = m->info.device_size;
-		ret = fp_build(m, &st);
-		if (!ret)
-			ret = state_save(m->state_path, &st, m->target);
-		free(st.fp);
-		if (ret)
-			return ret;
-	}
-	if (m->verbose)
-		print_totals(m, &t, ds_now() - t0);
-	return 0;
-
-fail_partial:
-	if (ret == -EINTR && ds_stop)
-		ds_err("interrupted by signal %d", (int)ds_stop);
-	/*
-	 * Whatever was written is in the undo file, synced before it was
-	 * written. The undo file is left without its end record: that is how the
-	 * next dmmerge --undo knows this apply did not complete, and keeps
-	 * the file until it is rolled back. If no batch reached the target,
-	 * it is finished empty: nothing to roll back, free for the next run.
-	 */
-	if (m->uw && !m->undo_used) {
-		m->nbatch = 0;
-		if (!track_stream_writer_finish(m->uw, NULL))
-			fsync(m->ufd);
-	}
-	report_partial(m);
-	if (m->written && m->state_path && m->st.present && m->st.nfp &&
-	    fp_refresh(m))
-		ds_err("warning: could not update the fingerprint in %s: the "
-		       "next run may need --force", m->state_path);
-fail:
-	if (m->created && !m->written)
-		unlink(m->target);
-	else if (m->resized && !m->written && ftruncate(m->tfd, 0))
-		ds_err("warning: cannot shrink %s back to 0 bytes: %s",
-		       m->target, strerror(errno));
-	return ret ? ret : -EIO;
-}
-
-/*
- * Does the undo file belong to the state the target is in? It undoes the
- * apply from its base epoch to its new epoch; the state must be at the new
- * epoch (that apply completed) or still at the base (it did not). An older
- * undo file would write old blocks back under a state that names a newer
- * epoch, and the next stream would be accepted on a replica that no longer
- * equals the source.
- */
-static int rollback_check_state(struct merge *m)
-{
-	const struct track_stream_info *u = &m->info;
-	const struct state *st = &m->st;
-
-	if (!st->present || !u->new_epoch)
-		return 0;	/* unknown epochs: the state is removed after */
-	if (strcmp(st->source_id, u->source_id)) {
-		ds_err("refusing the rollback: undo file %s was written for a "
-		       "stream from \"%s\", but %s was last updated from "
-		       "\"%s\" (state file %s): it is not this replica's undo "
-		       "file. Nothing was written", m->rollback, u->source_id,
-		       m->target, st->source_id, m->state_path);
-		return -EXDEV;
-	}
-	if (st->epoch == u->new_epoch || st->epoch == u->base_epoch)
-		return 0;
-	ds_err("refusing the rollback: undo file %s undoes epoch %" PRIu64
-	       " to %" PRIu64 ", but %s is at epoch %" PRIu64 " (state file "
-	       "%s): applies after it would be mixed with old blocks. Roll "
-	       "back the newer applies first, newest first, with their undo "
-	       "files, or seed the replica again (dmextract --all). Nothing "
-	       "was written", m->rollback, u->base_epoch, u->new_epoch,
-	       m->target, st->epoch, m->state_path);
-	return -ESTALE;
-}
-
-/* dmmerge --rollback UNDO TARGET */
-static int rollback(struct merge *m)
-{
-	struct track_stream_record rec;
-	int ret;
-
-	m->input = m->rollback;
-	m->in_fd = open(m->rollback, O_RDONLY | O_CLOEXEC);
-	if (m->in_fd < 0) {
-		ds_err("cannot open undo file %s: %s", m->rollback,
-		       strerror(errno));
-		return -errno;
-	}
-	ret = read_stream_header(m);
-	if (ret)
-		return ret;
-	if (!(m->info.flags & TRACK_STREAM_UNDO)) {
-		ds_err("%s is not an undo file (written by dmmerge --undo)",
-		       m->rollback);
-		return -EINVAL;
-	}
-	ret = open_target(m, false);
-	if (!ret)
-		ret = check_target(m);
-	if (ret)
-		return ret;
-	if (m->state_path) {
-		ret = state_load(m->state_path, &m->st);
-		if (ret)
-			return ret;
-		ret = rollback_check_state(m);
-		if (ret)
-			return ret;
-	}
-	while ((ret = track_stream_read_record(m->r, &rec)) == 1) {
-		ret = write_run(m, rec.type, rec.first, rec.length, rec.data);
-		if (ret) {
-			ds_err("%s is only partly restored; run the rollback "
-			       "again once the error is fixed", m->target);
-			return ret;
-		}
-	}
-	if (fsync(m->tfd)) {
-		ds_err("syncing %s: %s", m->target, strerror(errno));
-		return -errno;
-	}
-	if (ret == -ENODATA) {
-		/* An apply that was killed leaves the undo file without an
-		 * end record; its last batch never reached the target. */
-		ds_err("note: %s: %s", m->rollback,
-		       track_stream_reader_error(m->r));
-		ds_err("the undo file was cut short by an interrupted dmmerge; "
-		       "the %" PRIu64 " records before that point were "
-		       "restored, and they cover every block that dmmerge "
-		       "wrote", m->written);
-	} else if (ret) {
-		ds_err("%s: %s", m->rollback, track_stream_reader_error(m->r));
-		return ret;
-	}
-	if (m->state_path) {
-		if (m->st.present && !strcmp(m->st.source_id,
-					     m->info.source_id) &&
-		    m->info.new_epoch && m->st.epoch == m->info.new_epoch) {
-			/* the rolled-back apply had completed */
-			m->st.epoch = m->info.base_epoch;
-			ret = m->st.epoch ? fp_refresh(m) :
-			      (unlink(m->state_path) ? -errno : 0);
-			if (ret)
-				return ret;
-			ds_err("state file %s now says epoch %" PRIu64 "%s",
-			       m->state_path, m->st.epoch, m->st.epoch ? "" :
-			       " (removed: the next stream must be full)");
-		} else if (m->st.present && !m->info.new_epoch) {
-			if (unlink(m->state_path))
-				return -errno;
-			ds_err("state file %s removed: the undo file has no "
-			       "epochs, so the target's epoch is unknown; the "
-			       "next stream must be full (or --force)",
-			       m->state_path);
-		} else if (m->st.present && m->st.nfp && m->written) {
-			/* an apply that never completed: same epoch */
-			ret = fp_refresh(m);
-			if (ret)
-				return ret;
-		}
-	}
-	if (m->verbose)
-		fprintf(stderr, "%s: restored %" PRIu64 " runs of %s\n",
-			ds_prog, m->written, m->target);
-	return 0;
+		ds_prog, c->verify ? "checked, for" : "applied to",
+		c->target ? c->target : "no target", in.base_epoch,
+		in.new_epoch, in.source_id,
+		in.flags & TRACK_STREAM_FULL ? " (full)" : "",
+		t.data_blocks, ds_human(t.data_bytes, a, sizeof(a)),
+		t.zero_blocks, t.records,
+		ds_human(t.stream_bytes, b, sizeof(b)), secs);
 }
 
 int main(int argc, char **argv)
 {
-	struct merge m = { .tfd = -1, .ufd = -1, .in_fd = -1 };
-	int c, ret;
+	struct track_apply_params p;
+	struct cli c = { .pmode = DS_PROGRESS_AUTO };
+	const char *rollback = NULL;
+	uint64_t runs = 0;
+	double t0;
+	int opt, ret;
 
 	ds_prog = "dmmerge";
-	while ((c = getopt_long(argc, argv, "s:fu:r:nvh", longopts,
-				NULL)) != -1) {
-		switch (c) {
+	track_apply_params_init(&p);
+	while ((opt = getopt_long(argc, argv, "s:fu:r:nPvh", longopts,
+				  NULL)) != -1) {
+		switch (opt) {
 		case 's':
-			m.state_path = optarg;
+			p.state_path = optarg;
 			break;
 		case 'f':
-			m.force = true;
+			p.flags |= TRACK_APPLY_FORCE;
 			break;
 		case 'u':
-			m.undo_path = optarg;
+			p.undo_path = optarg;
 			break;
 		case 'r':
-			m.rollback = optarg;
+			rollback = optarg;
 			break;
 		case 'n':
-			m.verify = true;
+			p.flags |= TRACK_APPLY_VERIFY;
+			c.verify = true;
+			break;
+		case 'P':
+			c.pmode = DS_PROGRESS_ON;
+			break;
+		case OPT_NO_PROGRESS:
+			c.pmode = DS_PROGRESS_OFF;
 			break;
 		case 'v':
-			m.verbose = true;
+			c.verbose = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -1352,31 +221,47 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		m.target = argv[optind++];
+		c.target = argv[optind++];
 	if (optind < argc)
 		return bad_usage("too many arguments");
-	if (!m.target && !m.verify)
+	if (!c.target && !c.verify)
 		return bad_usage("no target given");
-	if (m.rollback && (m.verify || m.undo_path || m.force))
+	if (rollback && (c.verify || p.undo_path ||
+			 (p.flags & TRACK_APPLY_FORCE)))
 		return bad_usage("--rollback takes only --state and -v");
-	if (m.verify && m.undo_path)
+	if (c.verify && p.undo_path)
 		return bad_usage("--verify writes nothing, so no --undo");
-	if (m.undo_path && m.target && !strcmp(m.undo_path, m.target))
+	if (p.undo_path && c.target && !strcmp(p.undo_path, c.target))
 		return bad_usage("the undo file cannot be the target");
 	ds_catch_signals();
-	ret = m.rollback ? rollback(&m) : merge(&m);
-	track_stream_reader_free(m.r);
-	track_stream_writer_free(m.uw);
-	if (m.tfd >= 0)
-		close(m.tfd);
-	if (m.ufd >= 0)
-		close(m.ufd);
-	if (m.rollback && m.in_fd >= 0)
-		close(m.in_fd);
-	free(m.batch);
-	free(m.bbuf);
-	free(m.ext);
-	free(m.st.fp);
-	free(m.chunk);
+	p.target = c.target;
+	p.log = log_cb;
+	p.log_arg = &c;
+	if (!rollback) {
+		p.progress = progress_cb;
+		p.progress_arg = &c;
+	}
+	ret = track_apply_new(&p, &c.a);
+	if (ret) {
+		ds_err("%s", strerror(-ret));
+		return DS_EXIT_FAIL;
+	}
+	t0 = ds_now();
+	if (rollback) {
+		ret = track_apply_rollback(c.a, rollback);
+		track_apply_get_info(c.a, NULL, NULL, &runs);
+		if (!ret && c.verbose)
+			fprintf(stderr, "%s: restored %" PRIu64 " runs of %s\n",
+				ds_prog, runs, c.target);
+	} else if (isatty(STDIN_FILENO)) {
+		ds_err("no stream on stdin (it is a terminal): pipe dmextract "
+		       "into dmmerge, or redirect a stream file");
+		ret = -EINVAL;
+	} else {
+		ret = track_apply_run(c.a, in_read, &c, "stdin");
+		if (!ret && c.verbose)
+			print_totals(&c, ds_now() - t0);
+	}
+	track_apply_free(c.a);
 	return ret ? DS_EXIT_FAIL : DS_EXIT_OK;
 }

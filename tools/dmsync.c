@@ -206,6 +206,12 @@ static pid_t spawn_receiver(struct sync_opts *s, int *in)
 		argv[n++] = cmd;
 	} else {
 		argv[n++] = (char *)(s->dmmerge ? s->dmmerge : local_dmmerge());
+		/* Our progress line is the one on the terminal they share.
+		 * (Only to our own dmmerge: an older --dmmerge would take the
+		 * option for a usage error. Over ssh its stderr is no
+		 * terminal, so it shows none.) */
+		if (!s->dmmerge)
+			argv[n++] = "--no-progress";
 		if (s->state) {
 			argv[n++] = "--state";
 			argv[n++] = (char *)s->state;

@@ -20,5 +20,6 @@
 #include <libtrack/watch.h>
 #include <libtrack/extents.h>
 #include <libtrack/batch.h>
+#include <libtrack/dsync.h>
 
 #endif /* LIBTRACK_H */

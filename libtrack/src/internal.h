@@ -25,4 +25,13 @@ static inline int trk_all_zero(const void *p, size_t n)
 /* dm.c: parse the status line of a track target. */
 int trk_dm_parse_status(const char *line, struct track_dm_status *st);
 
+/* io.c: the dsync engine's helpers. pread()/pwrite() all of it or fail
+ * (-errno, -EIO at the end of the file); the size of a block device or
+ * regular file (-ENOTBLK for anything else); "1.5 GiB"; a decimal. */
+int trk_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+int trk_pread_all(int fd, void *buf, size_t len, uint64_t off);
+int trk_fd_size(int fd, uint64_t *size);
+const char *trk_human(uint64_t bytes, char *buf, size_t len);
+int trk_parse_u64(const char *s, uint64_t *v);
+
 #endif /* LIBTRACK_INTERNAL_H */

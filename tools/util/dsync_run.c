@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "dsync_dm.h"
-#include "dsync_extract.h"
 
 void ds_print_totals(const struct track_stream_totals *t, double secs)
 {
@@ -25,7 +24,32 @@ void ds_print_totals(const struct track_stream_totals *t, double secs)
 
 static int feed(uint64_t first, uint64_t count, void *arg)
 {
-	return ds_extract_run(arg, first, count);
+	return track_extract_add(arg, first, count);
+}
+
+/* The stream goes to the descriptor (intptr_t)ARG: a signal that sets
+ * ds_stop makes the write fail (see ds_write_all()). */
+static ssize_t write_cb(void *arg, const void *buf, size_t len)
+{
+	return ds_write_all((int)(intptr_t)arg, buf, len);
+}
+
+/* The engine asks between windows whether to go on. */
+static int progress_cb(void *arg, uint64_t bytes, int final)
+{
+	if (ds_stop && !final)
+		return -EINTR;
+	ds_progress_update(arg, bytes, final);
+	return 0;
+}
+
+/* The engine's message, or the signal that stopped it. */
+static void extract_err(struct track_extract *x, int ret)
+{
+	if (ret == -EINTR && ds_stop)
+		ds_err("interrupted by signal %d", (int)ds_stop);
+	else
+		ds_err("%s", track_extract_error(x));
 }
 
 int ds_run_extract(const struct ds_opts *o, int out, struct ds_epoch *ep,
@@ -33,14 +57,13 @@ int ds_run_extract(const struct ds_opts *o, int out, struct ds_epoch *ep,
 {
 	struct track_stream_info info;
 	struct track_stream_writer *w = NULL;
-	struct ds_extract *x = NULL;
+	struct track_extract *x = NULL;
 	struct ds_extent *ext = NULL;
 	struct ds_progress prog;
-	struct ds_source src = { .fd = -1 };
 	const char *path = o->device;
 	uint32_t bs = o->block_size;
 	char msg[512], *real;
-	uint64_t total = 0;
+	uint64_t total = 0, size, nr_blocks;
 	size_t n = 0, i;
 	double t0 = ds_now();
 	int ret;
@@ -65,20 +88,25 @@ int ds_run_extract(const struct ds_opts *o, int out, struct ds_epoch *ep,
 		info.new_epoch = o->new_epoch;
 	}
 
-	ret = ds_source_open(&src, path, bs, msg, sizeof(msg));
+	ret = track_extract_new(path, bs, &x);
 	if (ret) {
-		ds_err("%s", msg);
+		if (x)
+			ds_err("%s", track_extract_error(x));
+		else
+			ds_err("%s", strerror(-ret));
 		goto out;
 	}
-	if (o->name && src.nr_blocks != ep->nr_blocks) {
+	size = track_extract_size(x);
+	nr_blocks = track_extract_block_count(x);
+	if (o->name && nr_blocks != ep->nr_blocks) {
 		ds_err("%s has %" PRIu64 " blocks of %" PRIu32 " bytes, but "
 		       "dm-track counts %" PRIu64 ": was it resized? reload "
-		       "its table", path, src.nr_blocks, bs, ep->nr_blocks);
+		       "its table", path, nr_blocks, bs, ep->nr_blocks);
 		ret = -EINVAL;
 		goto out;
 	}
 	if (o->dirty) {
-		ret = ds_read_dirty_list(o->dirty, src.nr_blocks, &ext, &n, msg,
+		ret = ds_read_dirty_list(o->dirty, nr_blocks, &ext, &n, msg,
 					 sizeof(msg));
 		if (ret) {
 			ds_err("%s", msg);
@@ -87,17 +115,17 @@ int ds_run_extract(const struct ds_opts *o, int out, struct ds_epoch *ep,
 		for (i = 0; i < n; i++)
 			total += ext[i].count * (uint64_t)bs;
 	} else if (o->all) {
-		total = src.size;
+		total = size;
 	} else {
 		total = ep->dirty_blocks * bs;
 	}
-	if (total > src.size)
-		total = src.size;
+	if (total > size)
+		total = size;
 
 	info.flags = (o->all ? TRACK_STREAM_FULL : 0) |
 		     (o->level ? TRACK_STREAM_ZLIB : 0);
 	info.block_size = bs;
-	info.device_size = src.size;
+	info.device_size = size;
 	info.created = time(NULL);
 	if (o->source_id) {
 		snprintf(info.source_id, sizeof(info.source_id), "%s",
@@ -109,7 +137,7 @@ int ds_run_extract(const struct ds_opts *o, int out, struct ds_epoch *ep,
 		free(real);
 	}
 
-	ret = track_stream_writer_new(&info, ds_write_cb,
+	ret = track_stream_writer_new(&info, write_cb,
 				      (void *)(intptr_t)out, &w);
 	if (!ret && o->level)
 		ret = track_stream_writer_set_level(w, o->level);
@@ -120,34 +148,39 @@ int ds_run_extract(const struct ds_opts *o, int out, struct ds_epoch *ep,
 		goto out;
 	}
 	ds_progress_init(&prog, o->progress, total);
-	ret = ds_extract_start(&x, &src, w, &prog);
+	ret = track_extract_set_progress(x, progress_cb, &prog);
+	if (!ret)
+		ret = track_extract_start(x, w);
 	if (ret) {
 		ds_err("%s", strerror(-ret));
 		goto out;
 	}
+	/* The writing thread takes the signals (so that a signal interrupts
+	 * a write blocked on a full pipe); this thread blocks them. */
+	ds_block_signals(true);
 	if (o->all) {
-		ret = ds_extract_run(x, 0, src.nr_blocks);
+		ret = track_extract_add(x, 0, nr_blocks);
 	} else if (o->dirty) {
 		for (i = 0; i < n && !ret; i++)
-			ret = ds_extract_run(x, ext[i].first, ext[i].count);
+			ret = track_extract_add(x, ext[i].first, ext[i].count);
 	} else {
 		ret = ds_epoch_for_each(ep, feed, x, msg, sizeof(msg));
 		if (ret && ret != -EINTR && ret != -EPIPE &&
-		    !*ds_extract_error(x))
+		    !*track_extract_error(x))
 			ds_err("%s", msg);
 	}
-	ret = ds_extract_finish(x, !ret, t);
+	ret = ret ? track_extract_abort(x) : track_extract_finish(x, t);
+	ds_block_signals(false);
 	if (ret) {
 		if (ret != -ECANCELED)
-			ds_err("%s", ds_extract_error(x));
+			extract_err(x, ret);
 		goto out;
 	}
 	if (o->verbose)
 		ds_print_totals(t, ds_now() - t0);
 out:
-	ds_extract_free(x);
+	track_extract_free(x);
 	track_stream_writer_free(w);
-	ds_source_close(&src);
 	free(ext);
 	return ret;
 }

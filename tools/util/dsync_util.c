@@ -243,6 +243,13 @@ void ds_progress_update(struct ds_progress *p, uint64_t done, bool final)
 		snprintf(eta, sizeof(eta), "  ETA %" PRIu64 ":%02" PRIu64
 			 ":%02" PRIu64, s / 3600, s / 60 % 60, s % 60);
 	}
+	if (p->open_ended) {
+		fprintf(stderr, "%s%s: %s  %s/s%s", p->tty ? "\r" : "",
+			ds_prog, ds_human(done, a, sizeof(a)),
+			ds_human((uint64_t)rate, c, sizeof(c)),
+			p->tty ? (final ? "\n" : "\033[K") : "\n");
+		return;
+	}
 	fprintf(stderr, "%s%s: %s of %s  %3.0f%%  %s/s%s%s",
 		p->tty ? "\r" : "", ds_prog,
 		ds_human(done, a, sizeof(a)),

@@ -71,6 +71,7 @@ struct ds_progress {
 	double start;
 	double last;
 	uint64_t done;
+	bool open_ended;	/* no total: bytes and rate only */
 };
 void ds_progress_init(struct ds_progress *p, enum ds_progress_mode mode,
 		      uint64_t total);

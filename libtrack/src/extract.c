@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The extraction engine of dmextract and dmsync; see dsync_extract.h. */
+/*
+ * The extraction engine of dmextract and dmsync (track_extract_*; see
+ * <libtrack/dsync.h>): the caller's thread reads windows of blocks, a
+ * second thread checksums, compresses and writes them, so disk and
+ * network work at the same time.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dsync_extract.h"
+#include "internal.h"
 
 #define WIN_BYTES	(4u << 20)	/* largest read */
 #define GAP_BYTES	(64u << 10)	/* read through gaps up to this */
@@ -33,10 +38,21 @@ struct win {
 	uint64_t bytes;		/* bytes of the blocks in the pieces */
 };
 
-struct ds_extract {
-	struct ds_source *src;
+struct x_source {
+	int fd;
+	char *path;
+	uint64_t size;		/* bytes */
+	uint32_t bs;
+	uint64_t nr_blocks;
+	bool regular;		/* a regular file: holes can be found */
+	bool direct;		/* opened with O_DIRECT */
+};
+
+struct track_extract {
+	struct x_source src[1];
 	struct track_stream_writer *w;
-	struct ds_progress *prog;
+	track_extract_progress_fn progress;
+	void *progress_arg;
 	uint32_t win_bytes;	/* 4 MiB, or one block if larger */
 	uint64_t win_blocks;
 	uint64_t gap_blocks;
@@ -49,6 +65,8 @@ struct ds_extract {
 	unsigned int head;	/* windows handed to the writer */
 	unsigned int tail;	/* windows the writer is done with */
 	bool done;
+	bool finish_stream;	/* the writer ends the stream when done */
+	struct track_stream_totals totals;
 	int err;
 	char msg[512];
 
@@ -61,19 +79,12 @@ struct ds_extract {
 	uint64_t data_lo, data_hi;
 };
 
-ssize_t ds_write_cb(void *arg, const void *buf, size_t len)
-{
-	return ds_write_all((int)(intptr_t)arg, buf, len);
-}
-
-int ds_source_open(struct ds_source *s, const char *path, uint32_t bs,
-		   char *msg, size_t msglen)
+static int source_open(struct x_source *s, const char *path, uint32_t bs,
+		       char *msg, size_t msglen)
 {
 	struct stat st;
 	int ret;
 
-	memset(s, 0, sizeof(*s));
-	s->path = path;
 	s->bs = bs;
 	s->fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
 	if (s->fd >= 0) {
@@ -89,7 +100,7 @@ int ds_source_open(struct ds_source *s, const char *path, uint32_t bs,
 	}
 	if (fstat(s->fd, &st) == 0)
 		s->regular = S_ISREG(st.st_mode);
-	ret = ds_fd_size(s->fd, &s->size);
+	ret = trk_fd_size(s->fd, &s->size);
 	if (ret) {
 		snprintf(msg, msglen, "%s: %s", path, ret == -ENOTBLK ?
 			 "not a block device or regular file" :
@@ -109,15 +120,9 @@ fail:
 	return ret;
 }
 
-void ds_source_close(struct ds_source *s)
-{
-	if (s->fd >= 0)
-		close(s->fd);
-	s->fd = -1;
-}
 
 __attribute__((format(printf, 3, 4)))
-static int x_fail(struct ds_extract *x, int err, const char *fmt, ...)
+static int x_fail(struct track_extract *x, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -133,7 +138,7 @@ static int x_fail(struct ds_extract *x, int err, const char *fmt, ...)
 	return err;
 }
 
-static int x_error(struct ds_extract *x)
+static int x_error(struct track_extract *x)
 {
 	int err;
 
@@ -147,10 +152,11 @@ static int x_error(struct ds_extract *x)
 
 static void *writer_main(void *arg)
 {
-	struct ds_extract *x = arg;
-	struct ds_source *s = x->src;
+	struct track_extract *x = arg;
+	struct x_source *s = x->src;
 	struct win *wn;
 	struct piece *p;
+	bool fin = false;
 	int i, ret = 0;
 
 	for (;;) {
@@ -158,6 +164,7 @@ static void *writer_main(void *arg)
 		while (x->head == x->tail && !x->done && !x->err)
 			pthread_cond_wait(&x->cond, &x->lock);
 		if (x->err || x->head == x->tail) {
+			fin = !x->err && x->finish_stream;
 			pthread_mutex_unlock(&x->lock);
 			break;
 		}
@@ -175,10 +182,7 @@ static void *writer_main(void *arg)
 					(p->first - wn->rstart) * s->bs);
 		}
 		if (ret) {
-			if (ret == -EINTR && ds_stop)
-				x_fail(x, ret, "interrupted by signal %d",
-				       (int)ds_stop);
-			else if (ret == -EPIPE)
+			if (ret == -EPIPE)
 				x_fail(x, ret, "writing the stream: the "
 				       "receiving side closed it (see its "
 				       "messages)");
@@ -187,14 +191,19 @@ static void *writer_main(void *arg)
 				       strerror(-ret));
 			break;
 		}
-		x->done_bytes += wn->bytes;
-		if (x->prog)
-			ds_progress_update(x->prog, x->done_bytes, false);
-
 		pthread_mutex_lock(&x->lock);
+		x->done_bytes += wn->bytes;
 		x->tail++;
 		pthread_cond_broadcast(&x->cond);
 		pthread_mutex_unlock(&x->lock);
+	}
+	if (fin) {
+		/* the end record: every write of W is made in this thread */
+		ret = track_stream_writer_finish(x->w, &x->totals);
+		if (ret)
+			x_fail(x, ret, "writing the stream: %s", ret == -EPIPE ?
+			       "the receiving side closed it (see its "
+			       "messages)" : strerror(-ret));
 	}
 	return NULL;
 }
@@ -202,7 +211,7 @@ static void *writer_main(void *arg)
 /* --- the reading side (the caller's thread) ------------------------------ */
 
 /* The window being filled; waits for a free one. NULL on error. */
-static struct win *cur_window(struct ds_extract *x)
+static struct win *cur_window(struct track_extract *x)
 {
 	struct win *wn;
 
@@ -224,9 +233,9 @@ static struct win *cur_window(struct ds_extract *x)
 	return wn;
 }
 
-static int read_window(struct ds_extract *x, struct win *wn)
+static int read_window(struct track_extract *x, struct win *wn)
 {
-	struct ds_source *s = x->src;
+	struct x_source *s = x->src;
 	uint64_t off = wn->rstart * s->bs;
 	uint64_t len = (wn->rend - wn->rstart) * s->bs;
 	uint64_t need = (wn->rend * s->bs > s->size ? s->size :
@@ -268,16 +277,24 @@ static int read_window(struct ds_extract *x, struct win *wn)
 }
 
 /* Hand the current window to the writer, reading its data first. */
-static int submit(struct ds_extract *x)
+static int submit(struct track_extract *x)
 {
 	struct win *wn = x->cur;
+	uint64_t done;
 	int ret;
 
 	if (!wn || !wn->np)
 		return 0;
-	if (ds_stop)
-		return x_fail(x, -EINTR, "interrupted by signal %d",
-			      (int)ds_stop);
+	if (x->progress) {
+		pthread_mutex_lock(&x->lock);
+		done = x->done_bytes;
+		pthread_mutex_unlock(&x->lock);
+		ret = x->progress(x->progress_arg, done, 0);
+		if (ret)
+			return x_fail(x, ret < 0 ? ret : -ECANCELED,
+				      "stopped: %s", strerror(ret < 0 ?
+				      -ret : ECANCELED));
+	}
 	if (wn->rend > wn->rstart) {
 		ret = read_window(x, wn);
 		if (ret)
@@ -291,7 +308,7 @@ static int submit(struct ds_extract *x)
 	return 0;
 }
 
-static uint64_t run_bytes(const struct ds_source *s, uint64_t first,
+static uint64_t run_bytes(const struct x_source *s, uint64_t first,
 			  uint64_t count)
 {
 	uint64_t end = (first + count) * s->bs;
@@ -299,7 +316,7 @@ static uint64_t run_bytes(const struct ds_source *s, uint64_t first,
 	return (end > s->size ? s->size : end) - first * s->bs;
 }
 
-static int add_piece(struct ds_extract *x, uint64_t first, uint64_t count,
+static int add_piece(struct track_extract *x, uint64_t first, uint64_t count,
 		     bool zero)
 {
 	struct win *wn;
@@ -348,10 +365,10 @@ static int add_piece(struct ds_extract *x, uint64_t first, uint64_t count,
 
 /* Is byte OFF of the file in a hole? Answers from a cache of the last
  * lseek() results. *END gets where that hole or data region ends. */
-static int probe(struct ds_extract *x, uint64_t off, bool *hole,
+static int probe(struct track_extract *x, uint64_t off, bool *hole,
 		 uint64_t *end)
 {
-	struct ds_source *s = x->src;
+	struct x_source *s = x->src;
 	off_t d, h;
 
 	if (off >= x->hole_lo && off < x->hole_hi) {
@@ -387,9 +404,9 @@ static int probe(struct ds_extract *x, uint64_t off, bool *hole,
 	return probe(x, off, hole, end);
 }
 
-int ds_extract_run(struct ds_extract *x, uint64_t first, uint64_t count)
+TRACK_EXPORT int track_extract_add(struct track_extract *x, uint64_t first, uint64_t count)
 {
-	struct ds_source *s = x->src;
+	struct x_source *s = x->src;
 	uint64_t end, n, b, lim = 0;
 	bool hole = false;
 	int ret;
@@ -450,89 +467,145 @@ int ds_extract_run(struct ds_extract *x, uint64_t first, uint64_t count)
 	return 0;
 }
 
-int ds_extract_start(struct ds_extract **xp, struct ds_source *src,
-		     struct track_stream_writer *w,
-		     struct ds_progress *progress)
+TRACK_EXPORT int track_extract_new(const char *path, uint32_t block_size,
+				   struct track_extract **xp)
 {
-	struct ds_extract *x;
+	struct track_extract *x;
 	int i, ret;
 
+	*xp = NULL;
+	if (!path || !block_size)
+		return -EINVAL;
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
-	x->src = src;
-	x->w = w;
-	x->prog = progress;
-	x->win_bytes = src->bs > WIN_BYTES ? src->bs : WIN_BYTES;
-	x->win_blocks = x->win_bytes / src->bs;
-	x->gap_blocks = GAP_BYTES / src->bs;
+	x->src->fd = -1;
 	pthread_mutex_init(&x->lock, NULL);
 	pthread_cond_init(&x->cond, NULL);
+	x->src->path = strdup(path);
+	if (!x->src->path) {
+		track_extract_free(x);
+		return -ENOMEM;
+	}
+	*xp = x;
+	ret = source_open(x->src, path, block_size, x->msg, sizeof(x->msg));
+	if (ret) {
+		x->err = ret;
+		return ret;
+	}
+	x->win_bytes = block_size > WIN_BYTES ? block_size : WIN_BYTES;
+	x->win_blocks = x->win_bytes / block_size;
+	x->gap_blocks = GAP_BYTES / block_size;
 	for (i = 0; i < NWIN; i++) {
 		if (posix_memalign((void **)&x->win[i].buf, 4096,
 				   x->win_bytes)) {
-			ds_extract_free(x);
+			snprintf(x->msg, sizeof(x->msg), "out of memory");
+			x->err = -ENOMEM;
 			return -ENOMEM;
 		}
 	}
-	/* The writing thread takes the signals (so that a signal interrupts
-	 * a write blocked on a full pipe); this thread blocks them. */
-	ret = pthread_create(&x->thr, NULL, writer_main, x);
-	if (ret) {
-		ds_extract_free(x);
-		return -ret;
-	}
-	x->thr_started = true;
-	ds_block_signals(true);
-	*xp = x;
 	return 0;
 }
 
-int ds_extract_finish(struct ds_extract *x, bool ok,
-		      struct track_stream_totals *t)
+TRACK_EXPORT uint64_t track_extract_size(const struct track_extract *x)
+{
+	return x->src->size;
+}
+
+TRACK_EXPORT uint64_t
+track_extract_block_count(const struct track_extract *x)
+{
+	return x->src->nr_blocks;
+}
+
+TRACK_EXPORT int track_extract_set_progress(struct track_extract *x,
+					    track_extract_progress_fn fn,
+					    void *arg)
+{
+	if (x->thr_started)
+		return -EBUSY;
+	x->progress = fn;
+	x->progress_arg = arg;
+	return 0;
+}
+
+TRACK_EXPORT int track_extract_start(struct track_extract *x,
+				     struct track_stream_writer *w)
+{
+	int ret;
+
+	if (x->err)
+		return x->err;
+	if (!w)
+		return -EINVAL;
+	if (x->thr_started || x->w)
+		return -EBUSY;
+	x->w = w;
+	ret = pthread_create(&x->thr, NULL, writer_main, x);
+	if (ret) {
+		x->w = NULL;
+		return -ret;
+	}
+	x->thr_started = true;
+	return 0;
+}
+
+static int x_stop(struct track_extract *x, bool ok)
 {
 	int ret = 0;
 
+	if (!x->thr_started)
+		return x->err ? x->err : -EINVAL;
 	if (ok)
 		ret = submit(x);
 	if (!ok && !x_error(x))
 		x_fail(x, -ECANCELED, "cancelled");
 	pthread_mutex_lock(&x->lock);
+	x->finish_stream = ok && !ret;
 	x->done = true;
 	pthread_cond_broadcast(&x->cond);
 	pthread_mutex_unlock(&x->lock);
 	pthread_join(x->thr, NULL);
 	x->thr_started = false;
-	ds_block_signals(false);
-	ret = x_error(x);
+	return x_error(x);
+}
+
+TRACK_EXPORT int track_extract_finish(struct track_extract *x,
+				      struct track_stream_totals *t)
+{
+	int ret;
+
+	ret = x_stop(x, true);
 	if (ret)
 		return ret;
-	if (x->prog)
-		ds_progress_update(x->prog, x->done_bytes, true);
-	ret = track_stream_writer_finish(x->w, t);
-	if (ret == -EINTR && ds_stop)
-		return x_fail(x, ret, "interrupted by signal %d",
-			      (int)ds_stop);
-	if (ret)
-		return x_fail(x, ret, "writing the stream: %s",
-			      ret == -EPIPE ? "the receiving side closed it "
-			      "(see its messages)" : strerror(-ret));
+	if (x->progress)
+		x->progress(x->progress_arg, x->done_bytes, 1);
+	if (t)
+		*t = x->totals;
 	return 0;
 }
 
-const char *ds_extract_error(const struct ds_extract *x)
+TRACK_EXPORT int track_extract_abort(struct track_extract *x)
+{
+	return x_stop(x, false);
+}
+
+TRACK_EXPORT const char *track_extract_error(const struct track_extract *x)
 {
 	return x->msg;
 }
 
-void ds_extract_free(struct ds_extract *x)
+TRACK_EXPORT void track_extract_free(struct track_extract *x)
 {
 	int i;
 
 	if (!x)
 		return;
 	if (x->thr_started)
-		ds_extract_finish(x, false, NULL);
+		x_stop(x, false);
+	if (x->src->fd >= 0)
+		close(x->src->fd);
+	free(x->src->path);
 	for (i = 0; i < NWIN; i++)
 		free(x->win[i].buf);
 	pthread_mutex_destroy(&x->lock);
