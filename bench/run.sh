@@ -13,7 +13,9 @@
 #                                       pace (writes docs/benchmarks-uds.md)
 #   vm      VM    boots named bench*    dm-track write path vs dm-linear and
 #                                       dm-era, inotify ranges on vs off,
-#                                       uds-plus ranges vs fallback
+#                                       uds-plus ranges vs fallback,
+#                                       block-list re-hash per write with
+#                                       real events, ranges vs whole file
 #   report        bench/report.py       docs/benchmarks.md from bench/results
 #
 # A benchmark added later joins the page by writing a .csv (+ .json), .txt
