@@ -27,7 +27,7 @@ static const char usage[] =
 "  -c, --counter SIZE      compressed size of pending changes (default 250KB)\n"
 "  -f, --failsafe TIME     longest wait after the first pending change\n"
 "                          (default 30s)\n"
-"      --lone-delay TIME   push a change that follows t of quiet after this\n"
+"      --lone-delay TIME   push a change that follows 2 t of quiet after this\n"
 "                          much more quiet, not after t (default 500ms,\n"
 "                          0 off)\n"
 "Client profiles:\n"
