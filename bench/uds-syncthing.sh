@@ -141,9 +141,11 @@ sys.stdout.write("".join(r.choice(string.ascii_letters) for _ in range(1 << 20))
 		6) python3 - "$dir/$name" "$EDITS" <<'EOF'
 # The paper's collaborative edit (one of its two users): every 0-10 s,
 # 1-10 random letters, written over a random place or appended (even
-# odds), in place as an editor that saves in place would.
+# odds), in place as an editor that saves in place would. Seeded: the
+# same gaps and edits in every mode.
 import os, random, string, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
+random.seed(15)
 for i in range(n):
     if i:
         time.sleep(random.uniform(0, 10))
