@@ -175,7 +175,7 @@ EOF
 				'BEGIN { printf "%.2f", b - a }')
 			rd=$(( $(sed -n 's/^bytes_read=//p' "$ST_W/status") - read0 ))
 			pu=$(( $(sed -n 's/^pushes=//p' "$ST_W/status") - push0 ))
-			# shellcheck disable=SC2086
+			# shellcheck disable=SC2046,SC2086
 			why=$(echo $(reasons) $why0 | awk '{ printf "%d/%d/%d/%d", $1 - $5, $2 - $6, $3 - $7, $4 - $8 }')
 			kill -TERM $UDS_PID; wait $UDS_PID 2>/dev/null
 			UDS_PID=
