@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 300
+# timeout: 480
 # uds-plus in front of a real Syncthing pair on loopback (Debian's
 # syncthing; tests/uds-syncthing-lib.sh), fallback mode. The same
 # time-compressed append workload (watcher delay 1 s; 1 byte every 0.1 s
@@ -10,7 +10,12 @@
 # byte-identical, uds-plus echoes nothing, a conflict keeps both
 # versions on both sides, and with the Syncthing profile the writer's
 # Syncthing makes no more syncs (new versions of the file, from its REST
-# events) than Syncthing alone.
+# events) than Syncthing alone. The profile's policy is checked too: a
+# fail-safe of 120 s, over ten times Syncthing's own hold-back (7 s at
+# d = 1 s: the paper's workloads' 10x), and, with the watcher left on, a scan asked
+# after each push, so a push does not wait Syncthing's watcher delay on
+# top of the timer (with a 600 s delay: there at once, and not without
+# the hint).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/uds-syncthing-lib.sh"
 
@@ -96,6 +101,10 @@ uds_start || { not_ok "uds-plus --client syncthing starts"; done_testing; }
 grep -q "client syncthing: folder 'uds', watcher delay 1 s" "$TMP/log" &&
 	ok "the profile read the folder's watcher delay from config.xml" ||
 	not_ok "the profile read the folder's watcher delay from config.xml"
+check "the profile's fail-safe is 120 s, over ten times Syncthing's hold-back at d = 1 s" \
+	grep -q "at the latest 120 s after the first change" "$TMP/log"
+check "with the watcher on, it asks Syncthing to scan what it pushed" \
+	grep -q "asking Syncthing to scan the pushed paths (watcher on)" "$TMP/log"
 pulls0=$(uds_status pulls)
 appends "$SB/watch.log"
 settle "$SB/watch.log" "$B/watch.log" && ok "profile: the far side is identical" ||
@@ -104,6 +113,16 @@ n1=$(st_syncs A watch.log)
 check "profile: no more syncs than Syncthing alone ($n1 <= $n0)" [ "$n1" -le "$n0" ]
 check "profile: nothing echoed back into the SavingBox" \
 	[ "$(uds_status pulls)" = "$pulls0" ]
+# A file that never stays quiet for 35 s (appends every 0.1 s): Syncthing
+# alone would scan it every 7 s, the paper's fail-safe every 30 s; the
+# profile pushes it once, after the last append.
+fs0=$(uds_status pushes_failsafe)
+p0=$(uds_status pushes)
+N=350 appends "$SB/long.log"
+settle "$SB/long.log" "$B/long.log" || not_ok "profile: long.log reaches the far side"
+check "profile: 35 s of appends, no fail-safe push" \
+	[ "$(uds_status pushes_failsafe)" = "$fs0" ]
+check "profile: 35 s of appends, one push" [ $(($(uds_status pushes) - p0)) = 1 ]
 uds_stop || not_ok "uds-plus exits cleanly"
 
 # 3. Scan mode: uds-plus turns the watcher off and asks for scans.
@@ -158,6 +177,29 @@ check "after kill -9 the watcher is still off" [ "$(watcher)" = false ]
 uds_start --syncthing-scan || not_ok "uds-plus --syncthing-scan starts after kill -9"
 uds_stop || not_ok "uds-plus exits cleanly"
 check "the next uds-plus turns the watcher on again at exit" [ "$(watcher)" = true ]
+
+# 6. The watcher on, with a long delay (600 s: Syncthing alone would hold
+# a change for 300-900 s). The push (after an explicit 1 s timer) is
+# followed by a scan request: the far side has it within seconds. With
+# --no-syncthing-hint it would wait the watcher's delay: not there after
+# 15 s, which shows this check runs where the promise breaks.
+st_api A PATCH /rest/config/folders/uds '{"fsWatcherDelayS":600}' >/dev/null ||
+	not_ok "set the watcher delay to 600 s"
+sleep 1
+uds_start --timer 1 --failsafe 5 --no-syncthing-hint ||
+	not_ok "uds-plus --no-syncthing-hint starts"
+printf 'no hint\n' >"$SB/nohint.txt"
+sleep 15
+check "without the hint, a push waits Syncthing's 600 s watcher delay" \
+	[ ! -e "$B/nohint.txt" ]
+uds_stop || not_ok "uds-plus exits cleanly"
+uds_start --timer 1 --failsafe 5 || not_ok "uds-plus starts (hint)"
+printf 'hinted\n' >"$SB/hint.txt"
+st_wait_same "$SB/hint.txt" "$B/hint.txt" 30 &&
+	ok "with the hint, the push is on the far side within 30 s (watcher delay 600 s)" ||
+	not_ok "with the hint, the push is on the far side within 30 s (watcher delay 600 s)"
+check "and the watcher stayed on" [ "$(watcher)" = true ]
+uds_stop || not_ok "uds-plus exits cleanly"
 if [ "$_failed" != 0 ]; then
 	diag "uds-plus log (last 30 lines):"
 	tail -n 30 "$TMP/log" | sed 's/^/#   /'

@@ -47,6 +47,8 @@
 struct client {
 	enum uds_client kind;
 	bool scan;		/* scan mode: we ask Syncthing to scan */
+	bool hint;		/* watcher on, but we ask for a scan too */
+	bool hint_failed;	/* a hint failed: said once */
 	bool watcher_was_on;	/* and turned its watcher off */
 	bool scan_all;		/* a scan request failed: scan all next */
 	char *folder_id;
@@ -338,6 +340,16 @@ static int syncthing_config(struct client *cl, struct config *cfg)
 		free(cl->apikey);
 		cl->apikey = strdup(getenv("STGUIAPIKEY"));
 	}
+	/*
+	 * Without scan mode, a push is still followed by a scan request for
+	 * the pushed paths when the GUI is reachable: Syncthing then syncs
+	 * at once instead of waiting its watcher delay on top of uds-plus's
+	 * timer; its watcher, left on, finds nothing new when it fires.
+	 */
+	if (!cfg->syncthing_scan && cfg->syncthing_hint && addr &&
+	    cl->apikey && cl->apikey[0] && !(tls && !strcmp(tls, "true")) &&
+	    !parse_address(cl, addr))
+		cl->hint = true;
 	if (cfg->syncthing_scan) {
 		if (!addr || !cl->apikey || !cl->apikey[0]) {
 			err_("--syncthing-scan: %s names no GUI address or API "
@@ -516,6 +528,8 @@ static int scan_request(struct client *cl, char **paths, size_t n)
 
 /* --- the profile --------------------------------------------------------- */
 
+#define UDS_ST_FAILSAFE_MS 120000
+
 static double syncthing_timeout_s(double d)
 {
 	/* Syncthing's notifyTimeout() (lib/watchaggregator). */
@@ -545,6 +559,17 @@ int client_setup(struct config *cfg)
 	/* Never below the paper's: a fast Syncthing gets its batching. */
 	t = (uint64_t)(cl->delay_s * 1500);
 	f = (uint64_t)((syncthing_timeout_s(cl->delay_s) + cl->delay_s) * 1000);
+	/*
+	 * A path that never stays quiet for t (appends, a download) is pushed
+	 * only by the fail-safe; Syncthing alone scans it every timeout + d
+	 * and the time a scan takes: 7.8 s on average at d = 1 s in a 5 MB
+	 * download at 80 kbit/s (bench/uds-syncthing.sh). 70 s, ten times
+	 * timeout + d, made that 7.7x fewer syncs, the last push after the
+	 * download included; 2 minutes make it 10x and more. The paper's
+	 * 30 s is for a client that syncs every change at once.
+	 */
+	if (f < UDS_ST_FAILSAFE_MS)
+		f = UDS_ST_FAILSAFE_MS;
 	if (!cfg->timer_set && t > cfg->timer_ms)
 		cfg->timer_ms = t;
 	if (!cfg->failsafe_set && f > cfg->failsafe_ms)
@@ -565,7 +590,9 @@ int client_setup(struct config *cfg)
 		cfg->timer_ms / 1000.0, cfg->lone_ms / 1000.0,
 		cfg->failsafe_ms / 1000.0,
 		cl->scan ? "; scanning exactly the pushed paths through "
-		"Syncthing's REST API" : "");
+		"Syncthing's REST API (watcher off)" : cl->hint ?
+		"; asking Syncthing to scan the pushed paths (watcher on)" :
+		"");
 	return 0;
 }
 
@@ -654,7 +681,7 @@ void client_wrote(struct config *cfg, const char *path)
 	struct client *cl = cfg->cl;
 	char *p;
 
-	if (!cl || !cl->scan || cl->scan_all)
+	if (!cl || !(cl->scan || cl->hint) || cl->scan_all)
 		return;
 	/* Beyond this many, one scan of the folder is cheaper. */
 	if (cl->nr_paths >= 256) {
@@ -687,9 +714,11 @@ int client_pushed(struct config *cfg)
 {
 	struct client *cl = cfg->cl;
 	size_t done = 0;
+	bool failed = false;
 	int err = 0;
 
-	if (!cl || !cl->scan || (!cl->nr_paths && !cl->scan_all))
+	if (!cl || !(cl->scan || cl->hint) ||
+	    (!cl->nr_paths && !cl->scan_all))
 		return 0;
 	if (cl->scan_all) {
 		err = scan_request(cl, NULL, 0);
@@ -703,7 +732,20 @@ int client_pushed(struct config *cfg)
 		if (!err)
 			done += n;
 	}
-	if (err) {
+	if (err && cl->hint) {
+		failed = true;
+		/* Only a hint: the watcher scans them after its delay. */
+		if (!cl->hint_failed)
+			notice_("asking Syncthing to scan %zu pushed paths of "
+				"folder '%s' failed (%s); its watcher syncs "
+				"them after its delay (said once)",
+				cl->nr_paths - done, cl->folder_id,
+				err == -EPROTO ? "it refused" :
+				strerror(-err));
+		cl->hint_failed = true;
+		done = cl->nr_paths;
+		err = 0;
+	} else if (err) {
 		warn_("asking Syncthing to scan %zu paths of folder '%s' failed "
 		      "(%s); asking for the whole folder with the next push",
 		      cl->nr_paths - done, cl->folder_id,
@@ -711,8 +753,9 @@ int client_pushed(struct config *cfg)
 		cl->scan_all = true;
 		return err;
 	}
-	debug_("asked Syncthing to scan %zu paths of folder '%s'%s", done,
-	       cl->folder_id, cl->scan_all ? " (all of it)" : "");
+	if (!failed)
+		debug_("asked Syncthing to scan %zu paths of folder '%s'%s",
+		       done, cl->folder_id, cl->scan_all ? " (all of it)" : "");
 	for (size_t i = 0; i < cl->nr_paths; i++)
 		free(cl->paths[i]);
 	cl->nr_paths = 0;

@@ -27,7 +27,7 @@ static const char usage[] =
 "  -c, --counter SIZE      compressed size of pending changes (default 250KB)\n"
 "  -f, --failsafe TIME     longest wait after the first pending change\n"
 "                          (default 30s)\n"
-"      --lone-delay TIME   push a change that follows t of quiet after this\n"
+"      --lone-delay TIME   push a change that follows 2 t of quiet after this\n"
 "                          much more quiet, not after t (default 500ms,\n"
 "                          0 off)\n"
 "Client profiles:\n"
@@ -38,6 +38,8 @@ static const char usage[] =
 "                          places)\n"
 "      --syncthing-scan    turn Syncthing's watcher off for the folder and\n"
 "                          ask it to scan exactly the pushed paths\n"
+"      --no-syncthing-hint  with the watcher on, do not ask Syncthing to\n"
+"                          scan the pushed paths after a push\n"
 "Other:\n"
 "      --pull-delay TIME   quiet time in SYNCFOLDER before its changes are\n"
 "                          copied back (default 1s)\n"
@@ -79,7 +81,7 @@ enum {
 	OPT_ONCE, OPT_IGNORE, OPT_NO_DEFAULT_IGNORES, OPT_HOSTNAME,
 	OPT_STATE_DIR, OPT_STATUS_FILE, OPT_STATS, OPT_CONFIG, OPT_LOG,
 	OPT_LOG_LEVEL, OPT_VERSION, OPT_LONE_DELAY, OPT_CLIENT,
-	OPT_SYNCTHING_CONFIG, OPT_SYNCTHING_SCAN,
+	OPT_SYNCTHING_CONFIG, OPT_SYNCTHING_SCAN, OPT_NO_SYNCTHING_HINT,
 };
 
 static const struct option longopts[] = {
@@ -91,6 +93,7 @@ static const struct option longopts[] = {
 	{ "client", required_argument, NULL, OPT_CLIENT },
 	{ "syncthing-config", required_argument, NULL, OPT_SYNCTHING_CONFIG },
 	{ "syncthing-scan", no_argument, NULL, OPT_SYNCTHING_SCAN },
+	{ "no-syncthing-hint", no_argument, NULL, OPT_NO_SYNCTHING_HINT },
 	{ "rescan", required_argument, NULL, OPT_RESCAN },
 	{ "no-ranges", no_argument, NULL, OPT_NO_RANGES },
 	{ "no-fsync", no_argument, NULL, OPT_NO_FSYNC },
@@ -120,6 +123,7 @@ void config_defaults(struct config *c)
 	c->pull_delay_ms = 1000;
 	c->rescan_ms = 3600 * 1000;
 	c->lone_ms = 500;
+	c->syncthing_hint = true;
 	c->fsync = true;
 	c->default_ignores = true;
 	c->log_level = LOG_INFO_;
@@ -270,6 +274,8 @@ int config_set(struct config *c, const char *key, const char *val,
 		err = set_str(&c->syncthing_config, val);
 	else if (!strcmp(key, "syncthing-scan"))
 		err = parse_bool(val, &c->syncthing_scan);
+	else if (!strcmp(key, "syncthing-hint"))
+		err = parse_bool(val, &c->syncthing_hint);
 	else if (!strcmp(key, "pull-delay"))
 		err = parse_duration_ms(val, &c->pull_delay_ms);
 	else if (!strcmp(key, "rescan"))
@@ -424,6 +430,9 @@ int config_parse(struct config *c, int argc, char **argv)
 			break;
 		case OPT_SYNCTHING_SCAN:
 			c->syncthing_scan = true;
+			break;
+		case OPT_NO_SYNCTHING_HINT:
+			c->syncthing_hint = false;
 			break;
 		case OPT_RESCAN:
 			key = "rescan";

@@ -120,16 +120,20 @@ static bool own_echo(struct uds *u, const char *path)
 
 /*
  * No added delay when there is nothing to batch. A change that comes
- * after at least t of quiet starts a new batch; if nothing else happens
- * in the next --lone-delay (g), it is pushed then instead of after t.
- * The events one save makes (create, writes, close, rename) come within
- * milliseconds and count as that one change; another event in the second
- * half of g means the writer goes on: a burst, batched as always.
+ * after at least 2 t of quiet starts a new batch; if nothing else
+ * happens in the next --lone-delay (g), it is pushed then instead of
+ * after t. The events one save makes (create, writes, close, rename)
+ * come within milliseconds and count as that one change; another event
+ * in the second half of g means the writer goes on: a burst, batched as
+ * always.
  *
  * The cost: a lone change followed by another within t (but after g) is
  * two pushes where the timer would have made one; at most one extra push
- * per t of quiet, which the workloads that need batching (appends, a
- * download, typing: changes closer together than g) never pay.
+ * per 2 t of quiet, which the workloads that need batching (appends, a
+ * download: changes closer together than g) never pay. Why 2 t and not
+ * t: edits whose gaps straddle t (the paper's collaborative edit, a
+ * change every 0-10 s) would otherwise pay it after every gap longer
+ * than t, half of them; a gap of 2 t says the writer really stopped.
  */
 static void note_update(struct uds *u)
 {
@@ -145,7 +149,7 @@ static void note_update(struct uds *u)
 		if (now + g / 2 > u->lone_at)
 			u->lone_at = 0;		/* a burst */
 	} else if (bs.updates <= 1 && u->last_update &&
-		   now >= u->last_update + u->cfg->timer_ms) {
+		   now >= u->last_update + 2 * u->cfg->timer_ms) {
 		u->lone_at = now + g;
 	}
 	u->last_update = now;

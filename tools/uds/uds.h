@@ -235,6 +235,7 @@ struct config {
 	enum uds_client client;
 	char *syncthing_config;
 	bool syncthing_scan;
+	bool syncthing_hint;	/* watcher on: still ask for a scan */
 	struct client *cl;	/* the client profile's state */
 	bool no_ranges;
 	bool fsync;
