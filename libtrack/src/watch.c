@@ -44,7 +44,6 @@
 #include <string.h>
 #include <sys/fanotify.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,9 +61,6 @@
 #endif
 #ifndef FAN_EVENT_INFO_TYPE_RANGE
 #define FAN_EVENT_INFO_TYPE_RANGE	6
-#endif
-#ifndef AT_HANDLE_FID
-#define AT_HANDLE_FID			0x200
 #endif
 
 #define FAN_GROUP_FLAGS		(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | \
@@ -128,6 +124,7 @@ struct wroot {
 struct track_watch {
 	int fd;
 	bool fan;		/* fanotify, else inotify */
+	int probe;		/* fanotify: learns handles (key_of()) */
 	unsigned int flags;
 	enum track_watch_mode mode;
 	int rename_ms;
@@ -280,44 +277,70 @@ static size_t key_make(unsigned char *key, const void *fsid, int type,
 	return 12 + handle_len;
 }
 
-/* The key of the object at DFD/PATH (NAME_TO_HANDLE_AT(2) FLAGS). */
-static int key_of(int dfd, const char *path, int flags, unsigned char *key,
-		  size_t *len)
+/*
+ * The key of an object as fanotify reports it, learnt from fanotify itself
+ * rather than from name_to_handle_at(2), which needs CONFIG_FHANDLE and may
+ * encode differently: the probe group (FAN_REPORT_FID) marks the object
+ * for FAN_OPEN, we open it once more, and its event carries the fsid and
+ * handle. DIRFD and PATH name the object as for fanotify_mark(2) (PATH NULL:
+ * DIRFD itself, a directory). A file is opened O_NONBLOCK | O_NOCTTY, so a
+ * FIFO or terminal does not block or become ours.
+ */
+static int key_of(struct track_watch *w, int dirfd, const char *path,
+		  unsigned char *key, size_t *len)
 {
-	struct {
-		struct file_handle fh;
-		unsigned char buf[MAX_HANDLE_SZ];
-	} h;
-	struct statfs sf;
-	int mnt, fd = dfd;
+	unsigned char buf[4096] __attribute__((aligned(8)));
+	struct fanotify_event_metadata md;
+	int err = -ENODATA, fd;
+	size_t at;
+	ssize_t n;
 
-	h.fh.handle_bytes = MAX_HANDLE_SZ;
-	if (name_to_handle_at(dfd, path, &h.fh, &mnt, flags | AT_HANDLE_FID)) {
-		/* AT_HANDLE_FID is 6.5; before it, the same encoding. */
-		if (errno != EINVAL)
-			return -errno;
-		h.fh.handle_bytes = MAX_HANDLE_SZ;
-		if (name_to_handle_at(dfd, path, &h.fh, &mnt, flags))
-			return -errno;
-	}
-	if (path[0]) {
-		fd = openat(dfd, path, O_PATH | O_CLOEXEC |
-			    (flags & AT_SYMLINK_FOLLOW ? 0 : O_NOFOLLOW));
-		if (fd < 0)
-			return -errno;
-	}
-	if (fstatfs(fd, &sf)) {
-		int err = -errno;
-
-		if (fd != dfd)
-			close(fd);
-		return err;
-	}
-	if (fd != dfd)
+	if (fanotify_mark(w->probe, FAN_MARK_ADD, FAN_OPEN | FAN_ONDIR, dirfd,
+			  path))
+		return -errno;
+	if (path)
+		fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY |
+			    O_CLOEXEC);
+	else
+		fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		err = -errno;
+	else
 		close(fd);
-	*len = key_make(key, &sf.f_fsid, h.fh.handle_type, h.fh.f_handle,
-			h.fh.handle_bytes);
-	return 0;
+	/* The event was queued while openat() ran; take the first. */
+	while ((n = read(w->probe, buf, sizeof(buf))) > 0) {
+		if (err != -ENODATA || (size_t)n < sizeof(md))
+			continue;
+		memcpy(&md, buf, sizeof(md));
+		if (md.vers != FANOTIFY_METADATA_VERSION ||
+		    md.event_len > (size_t)n || md.metadata_len > md.event_len)
+			continue;
+		for (at = md.metadata_len; at + 20 <= md.event_len;) {
+			struct fanotify_event_info_header h;
+			uint32_t hb;
+			int32_t type;
+
+			memcpy(&h, buf + at, sizeof(h));
+			if (h.len < sizeof(h) || h.len > md.event_len - at)
+				break;
+			memcpy(&hb, buf + at + 12, 4);
+			memcpy(&type, buf + at + 16, 4);
+			if (h.info_type == FAN_EVENT_INFO_TYPE_FID &&
+			    h.len >= 20 && hb <= MAX_HANDLE_SZ &&
+			    20 + (size_t)hb <= h.len) {
+				*len = key_make(key, buf + at + 4, type,
+						buf + at + 20, hb);
+				err = 0;
+				break;
+			}
+			at += h.len;
+		}
+	}
+	/* Drop the probe's mark, whatever the object is now. */
+	fanotify_mark(w->probe, FAN_MARK_FLUSH, 0, AT_FDCWD, NULL);
+	while (read(w->probe, buf, sizeof(buf)) > 0)
+		;
+	return err;
 }
 
 static size_t fh_pos(const struct track_watch *w, uint64_t hash, int wd)
@@ -436,8 +459,8 @@ static void rm_watch(struct track_watch *w, const struct wnode *n)
 	if (!r->path)
 		return;
 	if (r->file) {
-		if (key_of(AT_FDCWD, r->path, AT_SYMLINK_FOLLOW, key,
-			   &len) == 0 && len == n->key_len &&
+		if (key_of(w, AT_FDCWD, r->path, key, &len) == 0 &&
+		    len == n->key_len &&
 		    !memcmp(key, n->key, len))
 			fanotify_mark(w->fd, FAN_MARK_REMOVE, mask, AT_FDCWD,
 				      r->path);
@@ -446,7 +469,7 @@ static void rm_watch(struct track_watch *w, const struct wnode *n)
 	fd = open_rel_dir(w, n->root, n->path);
 	if (fd < 0)
 		return;
-	if (key_of(fd, "", AT_EMPTY_PATH, key, &len) == 0 &&
+	if (key_of(w, fd, NULL, key, &len) == 0 &&
 	    len == n->key_len && !memcmp(key, n->key, len))
 		fanotify_mark(w->fd, FAN_MARK_REMOVE, mask, fd, NULL);
 	close(fd);
@@ -676,7 +699,7 @@ static int add_dir_watch(struct track_watch *w, int dfd, int root,
 		if (fanotify_mark(w->fd, FAN_MARK_ADD | FAN_MARK_ONLYDIR, fmask,
 				  dfd, NULL))
 			return -errno;
-		err = key_of(dfd, "", AT_EMPTY_PATH, key, &len);
+		err = key_of(w, dfd, NULL, key, &len);
 		if (err)
 			return err;
 		wd = fh_find(w, key, len);
@@ -724,7 +747,7 @@ static int watch_file(struct track_watch *w, int root, const char *path)
 			mask |= FAN_CLOSE_WRITE;
 		if (fanotify_mark(w->fd, FAN_MARK_ADD, mask, AT_FDCWD, path))
 			return -errno;
-		err = key_of(AT_FDCWD, path, AT_SYMLINK_FOLLOW, key, &len);
+		err = key_of(w, AT_FDCWD, path, key, &len);
 		if (err)
 			return err;
 		wd = fh_find(w, key, len);
@@ -908,6 +931,7 @@ TRACK_EXPORT int track_watch_new(unsigned int flags, struct track_watch **wp)
 		return -ENOMEM;
 	}
 	w->fd = -1;
+	w->probe = -1;
 	w->next_wd = 1;
 	/*
 	 * fanotify when it reports ranges; the environment may force it
@@ -928,6 +952,16 @@ TRACK_EXPORT int track_watch_new(unsigned int flags, struct track_watch **wp)
 		if (w->fd >= 0) {
 			w->fan = true;
 			w->mode = TRACK_WATCH_PLAIN;
+		}
+	}
+	if (w->fan) {
+		/* The probe group that learns handles: see key_of(). */
+		w->probe = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID |
+					 FAN_NONBLOCK | FAN_CLOEXEC, O_RDONLY);
+		if (w->probe < 0) {
+			close(w->fd);
+			w->fd = -1;
+			w->fan = false;
 		}
 	}
 	if (w->fd < 0 && !(flags & TRACK_WATCH_NO_RANGES)) {
@@ -956,6 +990,8 @@ TRACK_EXPORT void track_watch_free(struct track_watch *w)
 	if (!w)
 		return;
 	close(w->fd);
+	if (w->probe >= 0)
+		close(w->probe);
 	for (size_t i = 0; i < w->nr_nodes; i++) {
 		free(w->nodes[i].path);
 		free(w->nodes[i].key);
