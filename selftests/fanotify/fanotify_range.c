@@ -428,6 +428,51 @@ TEST_F(fan, fd_mode_group_gets_ranges)
 	free(r);
 }
 
+/*
+ * A file of a kernel interface file system (procfs, sysfs) takes commands
+ * and values; its ->write may ignore the position: no range record.
+ */
+TEST(kernel_interface_file_write_has_no_range)
+{
+	static const char * const files[] = {
+		"/proc/self/comm",
+		"/sys/block/vdd/queue/read_ahead_kb",
+	};
+	char val[64];
+	unsigned int i;
+
+	if (!has_report_range())
+		SKIP(return, "this kernel has no FAN_REPORT_RANGE");
+	for (i = 0; i < ARRAY_SIZE(files); i++) {
+		struct reader *r = calloc(1, sizeof(*r));
+		struct ev e;
+		ssize_t n;
+		int fd;
+
+		ASSERT_NE(NULL, r);
+		fd = open(files[i], O_RDWR);
+		ASSERT_LE(0, fd) TH_LOG("%s: %s", files[i], strerror(errno));
+		/* write back what is there: nothing changes but the event */
+		n = read(fd, val, sizeof(val));
+		ASSERT_LT(0, n);
+		if (val[n - 1] == '\n')
+			n--;	/* comm would keep it */
+		r->fd = watch_file(FD_RANGE, files[i]);
+		ASSERT_LE(0, r->fd);
+		/* not pwrite(): comm is a seq_file, which refuses it */
+		ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+		ASSERT_EQ(n, write(fd, val, n));
+		close(fd);
+		ASSERT_EQ(1, next_modify(r, &e));
+		EXPECT_FALSE(e.range)
+			TH_LOG("a range %llu+%llu for %s",
+			       (unsigned long long)e.off,
+			       (unsigned long long)e.count, files[i]);
+		close(r->fd);
+		free(r);
+	}
+}
+
 /* With the directory's fid and the name: a variable size event */
 TEST_F(fan, dfid_name_group_gets_ranges)
 {

@@ -594,6 +594,51 @@ TEST(character_device_write_has_no_range)
 	close(r.fd);
 }
 
+/*
+ * A file of a kernel interface file system (procfs, sysfs, cgroupfs) takes
+ * commands and values; its ->write may ignore the position (comm does), so
+ * the write has no range to report, only the event.
+ */
+TEST(kernel_interface_file_write_has_no_range)
+{
+	static const char * const files[] = {
+		"/proc/self/comm",
+		"/sys/block/vdd/queue/read_ahead_kb",
+	};
+	char val[64];
+	unsigned int i;
+
+	if (!has_report_range())
+		SKIP(return, "this kernel has no IN_REPORT_RANGE");
+	for (i = 0; i < ARRAY_SIZE(files); i++) {
+		struct reader r = { 0 };
+		struct ev e;
+		ssize_t n;
+		int fd;
+
+		fd = open(files[i], O_RDWR);
+		ASSERT_LE(0, fd) TH_LOG("%s: %s", files[i], strerror(errno));
+		/* write back what is there: nothing changes but the event */
+		n = read(fd, val, sizeof(val));
+		ASSERT_LT(0, n);
+		if (val[n - 1] == '\n')
+			n--;	/* comm would keep it */
+		r.fd = inotify_init1(IN_REPORT_RANGE | IN_NONBLOCK);
+		ASSERT_LE(0, r.fd);
+		ASSERT_LE(0, inotify_add_watch(r.fd, files[i], IN_MODIFY));
+		/* not pwrite(): comm is a seq_file, which refuses it */
+		ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+		ASSERT_EQ(n, write(fd, val, n));
+		close(fd);
+		ASSERT_EQ(1, next_modify(&r, &e));
+		EXPECT_FALSE(e.range)
+			TH_LOG("a range %llu+%llu for %s",
+			       (unsigned long long)e.off,
+			       (unsigned long long)e.count, files[i]);
+		close(r.fd);
+	}
+}
+
 TEST(instance_without_flag_sees_the_upstream_format)
 {
 	char dir[] = "/tmp/inotify-plain.XXXXXX", path[64];
