@@ -551,7 +551,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		fprintf(stderr, "blocklist: watching %s (%s)\n", dir,
-			track_watch_get_mode(w) == TRACK_WATCH_RANGES ?
+			track_watch_get_mode(w) != TRACK_WATCH_PLAIN ?
 			"ranges: only changed blocks are re-hashed" :
 			"plain inotify: changed files are re-hashed whole");
 	}

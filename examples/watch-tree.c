@@ -64,8 +64,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "watch-tree: %s\n", track_watch_error(w));
 			return 1;
 		}
-	printf("# %s\n", track_watch_get_mode(w) == TRACK_WATCH_RANGES ?
-	       "ranges" : "plain");
+	printf("# %s\n", track_watch_get_mode(w) == TRACK_WATCH_FANOTIFY ?
+	       "fanotify ranges" : track_watch_get_mode(w) ==
+	       TRACK_WATCH_RANGES ? "inotify ranges" : "plain");
 	fflush(stdout);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

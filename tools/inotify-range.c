@@ -20,18 +20,21 @@ static const char usage[] =
 "Usage: inotify-range [OPTION]... PATH...\n"
 "Print the events of each PATH (a directory with its whole tree, or a\n"
 "file), one per line: KIND RANGE PATH. RANGE is OFFSET+LENGTH when the\n"
-"kernel reports the bytes a write changed (the UDS+ inotify extension),\n"
-"'whole' when it does not, '-' for events without data.\n"
+"kernel reports the bytes a write changed (fanotify's range record or the\n"
+"UDS+ inotify extension), 'whole' when it does not, '-' for events without\n"
+"data.\n"
 "\n"
 "  -c, --count N      exit after N events\n"
 "  -t, --timeout S    exit after S seconds without an event\n"
 "  -w, --close-write  also print CLOSE_WRITE\n"
 "  -p, --plain        use plain inotify even if the kernel has ranges\n"
+"  -i, --inotify      use inotify even if fanotify reports ranges\n"
 "  -T, --timestamps   prefix each line with a monotonic time in seconds\n"
 "  -r, --raw          print paths as they are (default: C-style escapes\n"
 "                     for control characters and backslashes)\n"
 "  -q, --quiet        no '# mode' line at the start\n"
-"  -m, --mode         print the mode ('ranges' or 'plain') and exit\n"
+"  -m, --mode         print the mode and exit: 'fanotify' (fanotify\n"
+"                     ranges), 'ranges' (inotify ranges) or 'plain'\n"
 "  -h, --help         this text\n"
 "\n"
 "Exit status: 0 ok (or --timeout/--count reached), 1 failure, 2 usage.\n";
@@ -41,6 +44,7 @@ static const struct option longopts[] = {
 	{ "timeout", required_argument, NULL, 't' },
 	{ "close-write", no_argument, NULL, 'w' },
 	{ "plain", no_argument, NULL, 'p' },
+	{ "inotify", no_argument, NULL, 'i' },
 	{ "timestamps", no_argument, NULL, 'T' },
 	{ "raw", no_argument, NULL, 'r' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -102,6 +106,12 @@ static void put_path(const char *root, const char *rel, bool raw)
 	}
 }
 
+static const char *mode_name(enum track_watch_mode m)
+{
+	return m == TRACK_WATCH_FANOTIFY ? "fanotify" :
+	       m == TRACK_WATCH_RANGES ? "ranges" : "plain";
+}
+
 static bool parse_num(const char *s, unsigned long *v)
 {
 	char *end;
@@ -120,7 +130,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	int opt, err;
 
-	while ((opt = getopt_long(argc, argv, "c:t:wpTrqmhMR", longopts,
+	while ((opt = getopt_long(argc, argv, "c:t:wpiTrqmhMR", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -143,6 +153,9 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			flags |= TRACK_WATCH_NO_RANGES;
+			break;
+		case 'i':
+			flags |= TRACK_WATCH_INOTIFY;
 			break;
 		case 'T':
 			timestamps = true;
@@ -181,8 +194,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (mode_only) {
-		puts(track_watch_get_mode(w) == TRACK_WATCH_RANGES ? "ranges" :
-		     "plain");
+		puts(mode_name(track_watch_get_mode(w)));
 		track_watch_free(w);
 		return 0;
 	}
@@ -202,9 +214,12 @@ int main(int argc, char **argv)
 	sigaction(SIGPIPE, &sa, NULL);
 
 	if (!quiet) {
-		printf("# mode %s%s\n",
-		       track_watch_get_mode(w) == TRACK_WATCH_RANGES ? "ranges" :
-		       "plain", track_watch_get_mode(w) == TRACK_WATCH_RANGES ?
+		enum track_watch_mode m = track_watch_get_mode(w);
+
+		printf("# mode %s%s\n", mode_name(m),
+		       m == TRACK_WATCH_FANOTIFY ?
+		       " (fanotify reports the bytes each write changed)" :
+		       m == TRACK_WATCH_RANGES ?
 		       " (the kernel reports the bytes each write changed)" :
 		       " (this kernel has no IN_REPORT_RANGE: modifications"
 		       " are whole-file)");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The watcher: recursive inotify with ranges when the kernel has them.
+ * The watcher: recursive fanotify or inotify, with ranges when the kernel
+ * has them.
  *
  * Records read from the inotify descriptor go into a FIFO of raw events. The
  * head of the FIFO is turned into zero or more output events, in order; a
@@ -15,6 +16,21 @@
  * Directories are opened one component at a time with O_NOFOLLOW, and their
  * watch is added through /proc/self/fd, so a directory swapped for a symlink
  * is never followed and paths of any length work.
+ *
+ * The fanotify backend (a kernel with FAN_REPORT_RANGE) feeds the same FIFO.
+ * Its group reports directory file handles with names and the object's file
+ * handle (FAN_REPORT_DFID_NAME | FAN_REPORT_FID), which needs no privilege
+ * since Linux 5.13; every directory of the tree gets an inode mark with
+ * FAN_EVENT_ON_CHILD and FAN_ONDIR, exactly where inotify would have a
+ * watch, and each mark gets a watch descriptor of our own, found again from
+ * the handle an event carries. Renames come as one FAN_RENAME event with
+ * both directories and names, so no cookie has to be matched and no half
+ * waits. fanotify merges a new event into any queued one of the same object
+ * and name, which can put a later unlink before an earlier rename: every
+ * event that ends with a name existing or not (a merged create and delete,
+ * a rename) is checked against the file system, and what the queue order
+ * got wrong is reported again. A directory mark the kernel drops (the
+ * directory was deleted) gives no IN_IGNORED; FAN_DELETE_SELF stands in.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,11 +55,40 @@
 				 IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | \
 				 IN_DELETE_SELF | IN_MOVE_SELF | IN_EXCL_UNLINK)
 
+/* The fanotify interface of the range patch; older headers lack it. */
+#ifndef FAN_REPORT_RANGE
+#define FAN_REPORT_RANGE		0x00800000
+#endif
+#ifndef FAN_EVENT_INFO_TYPE_RANGE
+#define FAN_EVENT_INFO_TYPE_RANGE	6
+#endif
+
+#define FAN_GROUP_FLAGS		(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | \
+				 FAN_REPORT_FID | FAN_NONBLOCK | FAN_CLOEXEC)
+#define FAN_MASK_FILE		(FAN_MODIFY | FAN_ATTRIB | FAN_DELETE_SELF | \
+				 FAN_MOVE_SELF)
+#define FAN_MASK_DIR		(FAN_MASK_FILE | FAN_CREATE | FAN_DELETE | \
+				 FAN_RENAME | FAN_ONDIR | FAN_EVENT_ON_CHILD)
+/* fsid, handle type, handle: what identifies a marked object. */
+#define FAN_KEY_MAX		(8 + 4 + MAX_HANDLE_SZ)
+
+/* Which backend LIBTRACK_WATCH_BACKEND asks for. */
+enum { BACKEND_AUTO, BACKEND_INOTIFY, BACKEND_FANOTIFY };
+
 struct wnode {
 	int wd;
 	int root;
 	unsigned int gen;	/* rescan generation that last saw it */
 	char *path;		/* relative to the root; "" is the root */
+	unsigned char *key;	/* fanotify: the object's fsid and handle */
+	size_t key_len;
+	uint64_t hash;
+};
+
+/* fanotify: the handle index, sorted by (hash, wd). */
+struct fhent {
+	uint64_t hash;
+	int wd;
 };
 
 struct raw {
@@ -53,6 +99,7 @@ struct raw {
 	uint64_t length;
 	uint64_t when;		/* ms, CLOCK_MONOTONIC, when it was read */
 	char *name;		/* NULL if none */
+	bool alone;		/* a rename half that has no other half */
 };
 
 struct out {
@@ -76,6 +123,8 @@ struct wroot {
 
 struct track_watch {
 	int fd;
+	bool fan;		/* fanotify, else inotify */
+	int probe;		/* fanotify: learns handles (key_of()) */
 	unsigned int flags;
 	enum track_watch_mode mode;
 	int rename_ms;
@@ -83,6 +132,11 @@ struct track_watch {
 
 	struct wnode *nodes;	/* sorted by wd */
 	size_t nr_nodes, cap_nodes;
+
+	struct fhent *fh;	/* fanotify: handle -> wd */
+	size_t nr_fh, cap_fh;
+	int next_wd;		/* fanotify: our own watch descriptors */
+	uint32_t next_cookie;	/* fanotify: pairs a rename's halves */
 
 	struct wroot *roots;
 	size_t nr_roots;
@@ -202,12 +256,223 @@ static int node_set(struct track_watch *w, int wd, int root, char *path)
 	return 0;
 }
 
+/* --- fanotify: handles ---------------------------------------------- */
+
+static uint64_t key_hash(const unsigned char *key, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ key[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* KEY: fsid, handle type, handle bytes. Returns its length. */
+static size_t key_make(unsigned char *key, const void *fsid, int type,
+		       const void *handle, size_t handle_len)
+{
+	memcpy(key, fsid, 8);
+	memcpy(key + 8, &type, 4);
+	memcpy(key + 12, handle, handle_len);
+	return 12 + handle_len;
+}
+
+/*
+ * The key of an object as fanotify reports it, learnt from fanotify itself
+ * rather than from name_to_handle_at(2), which needs CONFIG_FHANDLE and may
+ * encode differently: the probe group (FAN_REPORT_FID) marks the object
+ * for FAN_OPEN, we open it once more, and its event carries the fsid and
+ * handle. DIRFD and PATH name the object as for fanotify_mark(2) (PATH NULL:
+ * DIRFD itself, a directory). A file is opened O_NONBLOCK | O_NOCTTY, so a
+ * FIFO or terminal does not block or become ours.
+ */
+static int key_of(struct track_watch *w, int dirfd, const char *path,
+		  unsigned char *key, size_t *len)
+{
+	unsigned char buf[4096] __attribute__((aligned(8)));
+	struct fanotify_event_metadata md;
+	int err = -ENODATA, fd;
+	size_t at;
+	ssize_t n;
+
+	if (fanotify_mark(w->probe, FAN_MARK_ADD, FAN_OPEN | FAN_ONDIR, dirfd,
+			  path))
+		return -errno;
+	if (path)
+		fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY |
+			    O_CLOEXEC);
+	else
+		fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		err = -errno;
+	else
+		close(fd);
+	/* The event was queued while openat() ran; take the first. */
+	while ((n = read(w->probe, buf, sizeof(buf))) > 0) {
+		if (err != -ENODATA || (size_t)n < sizeof(md))
+			continue;
+		memcpy(&md, buf, sizeof(md));
+		if (md.vers != FANOTIFY_METADATA_VERSION ||
+		    md.event_len > (size_t)n || md.metadata_len > md.event_len)
+			continue;
+		for (at = md.metadata_len; at + 20 <= md.event_len;) {
+			struct fanotify_event_info_header h;
+			uint32_t hb;
+			int32_t type;
+
+			memcpy(&h, buf + at, sizeof(h));
+			if (h.len < sizeof(h) || h.len > md.event_len - at)
+				break;
+			memcpy(&hb, buf + at + 12, 4);
+			memcpy(&type, buf + at + 16, 4);
+			if (h.info_type == FAN_EVENT_INFO_TYPE_FID &&
+			    h.len >= 20 && hb <= MAX_HANDLE_SZ &&
+			    20 + (size_t)hb <= h.len) {
+				*len = key_make(key, buf + at + 4, type,
+						buf + at + 20, hb);
+				err = 0;
+				break;
+			}
+			at += h.len;
+		}
+	}
+	/* Drop the probe's mark, whatever the object is now. */
+	fanotify_mark(w->probe, FAN_MARK_FLUSH, 0, AT_FDCWD, NULL);
+	while (read(w->probe, buf, sizeof(buf)) > 0)
+		;
+	return err;
+}
+
+static size_t fh_pos(const struct track_watch *w, uint64_t hash, int wd)
+{
+	size_t lo = 0, hi = w->nr_fh;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct fhent *e = &w->fh[mid];
+
+		if (e->hash < hash || (e->hash == hash && e->wd < wd))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct wnode *node_find(struct track_watch *w, int wd);
+
+/* The watch descriptor of the object KEY, or -1. */
+static int fh_find(struct track_watch *w, const unsigned char *key,
+		   size_t len)
+{
+	uint64_t hash = key_hash(key, len);
+
+	for (size_t i = fh_pos(w, hash, INT_MIN);
+	     i < w->nr_fh && w->fh[i].hash == hash; i++) {
+		struct wnode *n = node_find(w, w->fh[i].wd);
+
+		if (n && n->key_len == len && !memcmp(n->key, key, len))
+			return n->wd;
+	}
+	return -1;
+}
+
+static void fh_del(struct track_watch *w, const struct wnode *n)
+{
+	size_t i = fh_pos(w, n->hash, n->wd);
+
+	if (i < w->nr_fh && w->fh[i].wd == n->wd) {
+		memmove(&w->fh[i], &w->fh[i + 1],
+			(w->nr_fh - i - 1) * sizeof(*w->fh));
+		w->nr_fh--;
+	}
+}
+
+/* Give node WD its key (a copy of KEY) unless it has one. */
+static int fh_add(struct track_watch *w, int wd, const unsigned char *key,
+		  size_t len)
+{
+	struct wnode *n = node_find(w, wd);
+	size_t i;
+
+	if (!n || n->key)
+		return 0;
+	if (w->nr_fh == w->cap_fh) {
+		size_t cap = w->cap_fh ? w->cap_fh * 2 : 64;
+		struct fhent *f = realloc(w->fh, cap * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		w->fh = f;
+		w->cap_fh = cap;
+	}
+	n->key = malloc(len);
+	if (!n->key)
+		return -ENOMEM;
+	memcpy(n->key, key, len);
+	n->key_len = len;
+	n->hash = key_hash(key, len);
+	i = fh_pos(w, n->hash, wd);
+	memmove(&w->fh[i + 1], &w->fh[i], (w->nr_fh - i) * sizeof(*w->fh));
+	w->fh[i] = (struct fhent){ .hash = n->hash, .wd = wd };
+	w->nr_fh++;
+	return 0;
+}
+
 static void node_del_at(struct track_watch *w, size_t i)
 {
+	if (w->nodes[i].key) {
+		fh_del(w, &w->nodes[i]);
+		free(w->nodes[i].key);
+	}
 	free(w->nodes[i].path);
 	memmove(&w->nodes[i], &w->nodes[i + 1],
 		(w->nr_nodes - i - 1) * sizeof(*w->nodes));
 	w->nr_nodes--;
+}
+
+static int open_rel_dir(struct track_watch *w, int root, const char *rel);
+
+/*
+ * Remove the kernel's watch (inotify) or mark (fanotify) of node N; the
+ * table is the caller's. A mark can only be named through a path to its
+ * object, and the object may have moved out of the tree: it is removed only
+ * where the path still leads to the same object. A mark left behind pins
+ * its inode until the watcher is freed or the object is deleted; its events
+ * carry a handle we no longer know and are dropped.
+ */
+static void rm_watch(struct track_watch *w, const struct wnode *n)
+{
+	uint64_t mask = FAN_MASK_DIR | FAN_CLOSE_WRITE;
+	unsigned char key[FAN_KEY_MAX];
+	const struct wroot *r;
+	size_t len;
+	int fd;
+
+	if (!w->fan) {
+		inotify_rm_watch(w->fd, n->wd);
+		return;
+	}
+	if (!n->key || n->root < 0 || (size_t)n->root >= w->nr_roots)
+		return;
+	r = &w->roots[n->root];
+	if (!r->path)
+		return;
+	if (r->file) {
+		if (key_of(w, AT_FDCWD, r->path, key, &len) == 0 &&
+		    len == n->key_len &&
+		    !memcmp(key, n->key, len))
+			fanotify_mark(w->fd, FAN_MARK_REMOVE, mask, AT_FDCWD,
+				      r->path);
+		return;
+	}
+	fd = open_rel_dir(w, n->root, n->path);
+	if (fd < 0)
+		return;
+	if (key_of(w, fd, NULL, key, &len) == 0 &&
+	    len == n->key_len && !memcmp(key, n->key, len))
+		fanotify_mark(w->fd, FAN_MARK_REMOVE, mask, fd, NULL);
+	close(fd);
 }
 
 /* Stop watching every directory of ROOT at or below PREFIX. */
@@ -220,7 +485,7 @@ static void nodes_remove_under(struct track_watch *w, int root,
 		struct wnode *n = &w->nodes[i];
 
 		if (n->root == root && under(n->path, prefix)) {
-			inotify_rm_watch(w->fd, n->wd);
+			rm_watch(w, n);
 			node_del_at(w, i);
 		} else {
 			i++;
@@ -388,7 +653,20 @@ static void explain_add_error(struct track_watch *w, int err, int root,
 	const char *sep = rel[0] ? "/" : "";
 	long max = 0;
 
-	if (err == -ENOSPC) {
+	if (err == -ENOSPC && w->fan) {
+		read_int_file("/proc/sys/fs/fanotify/max_user_marks", &max);
+		set_error(w, "cannot watch '%s%s%s': the fanotify mark limit is "
+			  "reached (fs.fanotify.max_user_marks = %ld, this "
+			  "watcher holds %zu); raise it, e.g. 'sysctl "
+			  "fs.fanotify.max_user_marks=%ld'", r, sep, rel, max,
+			  w->nr_nodes, max > 0 ? max * 2 : 524288);
+	} else if (w->fan && (err == -EOPNOTSUPP || err == -EXDEV ||
+			      err == -ENODEV || err == -EOVERFLOW)) {
+		set_error(w, "cannot watch '%s%s%s' with fanotify: its file "
+			  "system gives no file handles (%s); watch it with "
+			  "inotify instead (LIBTRACK_WATCH_BACKEND=inotify)",
+			  r, sep, rel, strerror(-err));
+	} else if (err == -ENOSPC) {
 		read_int_file("/proc/sys/fs/inotify/max_user_watches", &max);
 		set_error(w, "cannot watch '%s%s%s': the inotify watch limit is "
 			  "reached (fs.inotify.max_user_watches = %ld, this "
@@ -410,6 +688,29 @@ static int add_dir_watch(struct track_watch *w, int dfd, int root,
 	char *copy;
 	int wd;
 
+	if (w->fan) {
+		uint64_t fmask = FAN_MASK_DIR;
+		unsigned char key[FAN_KEY_MAX];
+		size_t len;
+		int err;
+
+		if (w->flags & TRACK_WATCH_CLOSE_WRITE)
+			fmask |= FAN_CLOSE_WRITE;
+		if (fanotify_mark(w->fd, FAN_MARK_ADD | FAN_MARK_ONLYDIR, fmask,
+				  dfd, NULL))
+			return -errno;
+		err = key_of(w, dfd, NULL, key, &len);
+		if (err)
+			return err;
+		wd = fh_find(w, key, len);
+		if (wd < 0)
+			wd = w->next_wd++;
+		copy = strdup(rel);
+		if (!copy)
+			return -ENOMEM;
+		err = node_set(w, wd, root, copy);
+		return err ? err : fh_add(w, wd, key, len);
+	}
 	if (w->flags & TRACK_WATCH_CLOSE_WRITE)
 		mask |= IN_CLOSE_WRITE;
 	if (w->proc_fd) {
@@ -429,6 +730,45 @@ static int add_dir_watch(struct track_watch *w, int dfd, int root,
 	if (!copy)
 		return -ENOMEM;
 	return node_set(w, wd, root, copy);
+}
+
+/* Watch the single file PATH, the whole of root ROOT. */
+static int watch_file(struct track_watch *w, int root, const char *path)
+{
+	unsigned char key[FAN_KEY_MAX];
+	size_t len = 0;
+	char *rel;
+	int wd, err;
+
+	if (w->fan) {
+		uint64_t mask = FAN_MASK_FILE;
+
+		if (w->flags & TRACK_WATCH_CLOSE_WRITE)
+			mask |= FAN_CLOSE_WRITE;
+		if (fanotify_mark(w->fd, FAN_MARK_ADD, mask, AT_FDCWD, path))
+			return -errno;
+		err = key_of(w, AT_FDCWD, path, key, &len);
+		if (err)
+			return err;
+		wd = fh_find(w, key, len);
+		if (wd < 0)
+			wd = w->next_wd++;
+	} else {
+		uint32_t mask = WATCH_MASK_COMMON;
+
+		if (w->flags & TRACK_WATCH_CLOSE_WRITE)
+			mask |= IN_CLOSE_WRITE;
+		wd = inotify_add_watch(w->fd, path, mask);
+		if (wd < 0)
+			return -errno;
+	}
+	rel = strdup("");
+	if (!rel)
+		return -ENOMEM;
+	err = node_set(w, wd, root, rel);
+	if (!err && w->fan)
+		err = fh_add(w, wd, key, len);
+	return err;
 }
 
 /*
@@ -567,21 +907,64 @@ TRACK_EXPORT int track_watch_new(unsigned int flags, struct track_watch **wp)
 	struct track_watch *w;
 	int err;
 
-	if (flags & ~(TRACK_WATCH_NO_RANGES | TRACK_WATCH_CLOSE_WRITE))
+	const char *env = getenv("LIBTRACK_WATCH_BACKEND");
+	int backend = BACKEND_AUTO;
+
+	if (flags & ~(TRACK_WATCH_NO_RANGES | TRACK_WATCH_CLOSE_WRITE |
+		      TRACK_WATCH_INOTIFY))
 		return -EINVAL;
+	if (env && !strcmp(env, "inotify"))
+		backend = BACKEND_INOTIFY;
+	else if (env && !strcmp(env, "fanotify"))
+		backend = BACKEND_FANOTIFY;
+	if (flags & TRACK_WATCH_INOTIFY)
+		backend = BACKEND_INOTIFY;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->flags = flags;
 	w->rename_ms = WATCH_RENAME_MS;
-	w->buf = aligned_alloc(__alignof__(struct inotify_event),
+	w->buf = aligned_alloc(__alignof__(struct fanotify_event_metadata),
 			       WATCH_BUF_SIZE);
 	if (!w->buf) {
 		free(w);
 		return -ENOMEM;
 	}
 	w->fd = -1;
-	if (!(flags & TRACK_WATCH_NO_RANGES)) {
+	w->probe = -1;
+	w->next_wd = 1;
+	/*
+	 * fanotify when it reports ranges; the environment may force it
+	 * without them (whole-file events), which is how its event handling
+	 * is tested on stock kernels.
+	 */
+	if (backend != BACKEND_INOTIFY && !(flags & TRACK_WATCH_NO_RANGES)) {
+		w->fd = fanotify_init(FAN_GROUP_FLAGS | FAN_REPORT_RANGE,
+				      O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+		if (w->fd >= 0) {
+			w->fan = true;
+			w->mode = TRACK_WATCH_FANOTIFY;
+		}
+	}
+	if (w->fd < 0 && backend == BACKEND_FANOTIFY) {
+		w->fd = fanotify_init(FAN_GROUP_FLAGS, O_RDONLY | O_LARGEFILE |
+				      O_CLOEXEC);
+		if (w->fd >= 0) {
+			w->fan = true;
+			w->mode = TRACK_WATCH_PLAIN;
+		}
+	}
+	if (w->fan) {
+		/* The probe group that learns handles: see key_of(). */
+		w->probe = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID |
+					 FAN_NONBLOCK | FAN_CLOEXEC, O_RDONLY);
+		if (w->probe < 0) {
+			close(w->fd);
+			w->fd = -1;
+			w->fan = false;
+		}
+	}
+	if (w->fd < 0 && !(flags & TRACK_WATCH_NO_RANGES)) {
 		w->fd = inotify_init1(IN_REPORT_RANGE | IN_NONBLOCK |
 				      IN_CLOEXEC);
 		if (w->fd >= 0)
@@ -607,9 +990,14 @@ TRACK_EXPORT void track_watch_free(struct track_watch *w)
 	if (!w)
 		return;
 	close(w->fd);
-	for (size_t i = 0; i < w->nr_nodes; i++)
+	if (w->probe >= 0)
+		close(w->probe);
+	for (size_t i = 0; i < w->nr_nodes; i++) {
 		free(w->nodes[i].path);
+		free(w->nodes[i].key);
+	}
 	free(w->nodes);
+	free(w->fh);
 	for (size_t i = 0; i < w->nr_roots; i++)
 		free(w->roots[i].path);
 	free(w->roots);
@@ -745,24 +1133,10 @@ TRACK_EXPORT int track_watch_add(struct track_watch *w, const char *path)
 			err = add_tree(w, fd, root, "", false);
 		}
 	} else {
-		uint32_t mask = WATCH_MASK_COMMON;
-		char *rel;
-		int wd;
-
-		if (w->flags & TRACK_WATCH_CLOSE_WRITE)
-			mask |= IN_CLOSE_WRITE;
 		w->roots[root].file = true;
 		w->roots[root].dev = st.st_dev;
 		w->roots[root].ino = st.st_ino;
-		wd = inotify_add_watch(w->fd, path, mask);
-		err = wd < 0 ? -errno : 0;
-		rel = strdup("");
-		if (!err && !rel)
-			err = -ENOMEM;
-		if (!err)
-			err = node_set(w, wd, root, rel);
-		else
-			free(rel);
+		err = watch_file(w, root, path);
 	}
 	if (err) {
 		explain_add_error(w, err, root, "");
@@ -822,7 +1196,7 @@ static void overflow(struct track_watch *w)
 	/* Watches not seen again belong to directories gone from the tree. */
 	for (size_t i = 0; i < w->nr_nodes;) {
 		if (w->nodes[i].gen != w->gen) {
-			inotify_rm_watch(w->fd, w->nodes[i].wd);
+			rm_watch(w, &w->nodes[i]);
 			node_del_at(w, i);
 		} else {
 			i++;
@@ -864,10 +1238,9 @@ static void root_gone(struct track_watch *w, int root)
 static bool file_root_check(struct track_watch *w, int root, bool lost)
 {
 	struct wroot *wr = &w->roots[root];
-	uint32_t mask = WATCH_MASK_COMMON;
 	struct stat st;
 	char *p;
-	int wd;
+	int err;
 
 	if (stat(wr->path, &st) || S_ISDIR(st.st_mode)) {
 		root_gone(w, root);
@@ -876,14 +1249,10 @@ static bool file_root_check(struct track_watch *w, int root, bool lost)
 	if (st.st_dev == wr->dev && st.st_ino == wr->ino && !lost)
 		return false;	/* the same file: an ordinary event */
 	nodes_remove_under(w, root, "");
-	if (w->flags & TRACK_WATCH_CLOSE_WRITE)
-		mask |= IN_CLOSE_WRITE;
-	wd = inotify_add_watch(w->fd, wr->path, mask);
-	p = strdup("");
-	if (wd < 0 || !p || node_set(w, wd, root, p)) {
-		if (wd >= 0)
-			inotify_rm_watch(w->fd, wd);
-		explain_add_error(w, wd < 0 ? -errno : -ENOMEM, root, "");
+	err = watch_file(w, root, wr->path);
+	if (err) {
+		nodes_remove_under(w, root, "");
+		explain_add_error(w, err, root, "");
 		root_gone(w, root);
 		return true;
 	}
@@ -893,6 +1262,49 @@ static bool file_root_check(struct track_watch *w, int root, bool lost)
 	if (p)	/* the whole file: its offset and length say so */
 		out_push(w, TRACK_EVENT_MODIFY, 0, root, p, NULL);
 	return true;
+}
+
+/* Does REL of ROOT exist now? *ISDIR says whether it is a directory. */
+static bool path_exists(struct track_watch *w, int root, const char *rel,
+			bool *isdir)
+{
+	char *full = join(w->roots[root].path, rel);
+	struct stat st;
+	bool ret;
+
+	if (!full)
+		return false;
+	ret = lstat(full, &st) == 0;
+	free(full);
+	if (isdir)
+		*isdir = ret && S_ISDIR(st.st_mode);
+	return ret;
+}
+
+static void moved_in(struct track_watch *w, int root, char *path, bool isdir);
+static void moved_out(struct track_watch *w, int root, char *path,
+		      bool isdir);
+
+/*
+ * fanotify only: after a rename, the old name should be gone and the new
+ * one there. When not, a later event on that name was merged into an
+ * earlier one, ahead of the rename: report the name's present state again.
+ */
+static void rename_check(struct track_watch *w, int root, const char *path,
+			 bool want, bool wasdir)
+{
+	bool isdir = false;
+	char *p;
+
+	if (!w->fan || root < 0 || path_exists(w, root, path, &isdir) == want)
+		return;
+	p = strdup(path);
+	if (!p)
+		return;
+	if (want)
+		moved_out(w, root, p, wasdir);
+	else
+		moved_in(w, root, p, isdir);
 }
 
 /* Something moved out of the tree: a delete, and no more watches there. */
@@ -935,26 +1347,115 @@ static void renamed(struct track_watch *w, const struct raw *from,
 		rt = nt->root;
 		new = raw_path(nt, to);
 	}
+	char *oc = w->fan && old ? strdup(old) : NULL;
+	char *nc = w->fan && new ? strdup(new) : NULL;
+
 	if (old && new && rf == rt) {
 		if (isdir)
 			nodes_rename(w, rf, old, new);
 		out_push(w, TRACK_EVENT_RENAME, isdir ? TRACK_EVENT_DIR : 0,
 			 rf, new, old);
-		return;
+	} else {
+		/* Between two roots, or one side unknown: delete, create. */
+		if (old)
+			moved_out(w, rf, old, isdir);
+		if (new)
+			moved_in(w, rt, new, isdir);
 	}
-	/* Between two roots, or one side unknown: a delete and a create. */
-	if (old)
-		moved_out(w, rf, old, isdir);
-	if (new)
-		moved_in(w, rt, new, isdir);
+	if (oc)
+		rename_check(w, rf, oc, false, isdir);
+	if (nc)
+		rename_check(w, rt, nc, true, isdir);
+	free(oc);
+	free(nc);
+}
+
+/* One bit of raw event R, on PATH (taken over). */
+static void cook_bit(struct track_watch *w, const struct raw *r, uint32_t bit,
+		     int root, char *path)
+{
+	bool isdir = r->mask & IN_ISDIR;
+	unsigned int fl = isdir ? TRACK_EVENT_DIR : 0;
+
+	if (bit == IN_CREATE) {
+		char *copy = isdir ? strdup(path) : NULL;
+
+		out_push(w, TRACK_EVENT_CREATE, fl, root, path, NULL);
+		if (copy) {
+			add_new_dir(w, root, copy);
+			free(copy);
+		}
+	} else if (bit == IN_MODIFY) {
+		if (out_push(w, TRACK_EVENT_MODIFY, fl, root, path, NULL))
+			return;
+		if (r->mask & IN_RANGE) {
+			struct out *o = out_last(w);
+
+			o->flags |= TRACK_EVENT_RANGE;
+			o->offset = r->offset;
+			o->length = r->length;
+		}
+	} else if (bit == IN_ATTRIB) {
+		out_push(w, TRACK_EVENT_ATTRIB, fl, root, path, NULL);
+	} else if (bit == IN_CLOSE_WRITE) {
+		out_push(w, TRACK_EVENT_CLOSE_WRITE, fl, root, path, NULL);
+	} else if (bit == IN_DELETE) {
+		out_push(w, TRACK_EVENT_DELETE, fl, root, path, NULL);
+	} else if (bit == IN_MOVED_TO) {
+		moved_in(w, root, path, isdir);
+	} else if (bit == IN_MOVED_FROM) {
+		moved_out(w, root, path, isdir);
+	} else {
+		free(path);
+	}
+}
+
+/*
+ * Raw event R on PATH (taken over). An inotify event has one of these
+ * bits; a fanotify event may have several, merged from events on the same
+ * object and name in any order. They are reported created first, deleted
+ * last, unless the name exists now: then it was deleted and made again.
+ */
+static void cook_path(struct track_watch *w, const struct raw *r, int root,
+		      char *path)
+{
+	static const uint32_t order[] = {
+		IN_CREATE, IN_MOVED_TO, IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE,
+		IN_DELETE, IN_MOVED_FROM,
+	};
+	static const uint32_t again[] = {
+		IN_DELETE, IN_CREATE, IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE,
+	};
+	const uint32_t *seq = order;
+	size_t nr = TRACK_ARRAY_SIZE(order);
+
+	if ((r->mask & (IN_CREATE | IN_DELETE)) == (IN_CREATE | IN_DELETE) &&
+	    path_exists(w, root, path, NULL)) {
+		seq = again;
+		nr = TRACK_ARRAY_SIZE(again);
+	}
+	for (size_t i = 0; i < nr; i++) {
+		char *p;
+
+		if (!(r->mask & seq[i]))
+			continue;
+		p = strdup(path);
+		if (!p)
+			break;
+		cook_bit(w, r, seq[i], root, p);
+	}
+	/* A rename with one side outside the tree: see renamed(). */
+	if (r->mask & IN_MOVED_FROM)
+		rename_check(w, root, path, false, r->mask & IN_ISDIR);
+	if (r->mask & IN_MOVED_TO)
+		rename_check(w, root, path, true, r->mask & IN_ISDIR);
+	free(path);
 }
 
 /* Turn one raw event (not a rename half) into output events. */
 static void cook(struct track_watch *w, const struct raw *r)
 {
 	struct wnode *n;
-	bool isdir = r->mask & IN_ISDIR;
-	unsigned int fl = isdir ? TRACK_EVENT_DIR : 0;
 	char *path;
 	int root;
 
@@ -996,37 +1497,7 @@ static void cook(struct track_watch *w, const struct raw *r)
 	path = raw_path(n, r);
 	if (!path)
 		return;
-	if (r->mask & IN_CREATE) {
-		char *copy = isdir ? strdup(path) : NULL;
-
-		out_push(w, TRACK_EVENT_CREATE, fl, root, path, NULL);
-		if (copy) {
-			add_new_dir(w, root, copy);
-			free(copy);
-		}
-	} else if (r->mask & IN_MODIFY) {
-		if (out_push(w, TRACK_EVENT_MODIFY, fl, root, path, NULL))
-			return;
-		if (r->mask & IN_RANGE) {
-			struct out *o = out_last(w);
-
-			o->flags |= TRACK_EVENT_RANGE;
-			o->offset = r->offset;
-			o->length = r->length;
-		}
-	} else if (r->mask & IN_ATTRIB) {
-		out_push(w, TRACK_EVENT_ATTRIB, fl, root, path, NULL);
-	} else if (r->mask & IN_CLOSE_WRITE) {
-		out_push(w, TRACK_EVENT_CLOSE_WRITE, fl, root, path, NULL);
-	} else if (r->mask & IN_DELETE) {
-		out_push(w, TRACK_EVENT_DELETE, fl, root, path, NULL);
-	} else if (r->mask & IN_MOVED_TO) {
-		moved_in(w, root, path, isdir);
-	} else if (r->mask & IN_MOVED_FROM) {
-		moved_out(w, root, path, isdir);
-	} else {
-		free(path);
-	}
+	cook_path(w, r, root, path);
 }
 
 /*
@@ -1039,7 +1510,7 @@ static void cook_all(struct track_watch *w, uint64_t now)
 		struct raw *r = raw_at(w, 0);
 		size_t i;
 
-		if (!(r->mask & IN_MOVED_FROM)) {
+		if (!(r->mask & IN_MOVED_FROM) || r->alone) {
 			cook(w, r);
 			raw_pop(w);
 			continue;
@@ -1063,14 +1534,234 @@ static void cook_all(struct track_watch *w, uint64_t now)
 	}
 }
 
-/* Read what the kernel has; returns the number of records, 0, or -errno. */
-static int read_fd(struct track_watch *w)
+/* An object a fanotify event names: a watch and maybe a name. */
+struct fan_obj {
+	int type;		/* FAN_EVENT_INFO_TYPE_* */
+	int wd;			/* -1: not one of ours */
+	const char *name;	/* NULL or "" when none */
+};
+
+/*
+ * Parse the info record of type (D)FID(_NAME) REC, LEN bytes: its handle,
+ * looked up, and its name. -EBADMSG if it is malformed.
+ */
+static int fan_parse_fid(struct track_watch *w, const unsigned char *rec,
+			 size_t len, struct fan_obj *o)
+{
+	unsigned char key[FAN_KEY_MAX];
+	uint32_t hb;
+	int32_t type;
+	size_t end;
+
+	/* header 4, fsid 8, handle_bytes 4, handle_type 4, f_handle[] */
+	if (len < 20)
+		return -EBADMSG;
+	memcpy(&hb, rec + 12, 4);
+	memcpy(&type, rec + 16, 4);
+	if (hb > MAX_HANDLE_SZ || 20 + (size_t)hb > len)
+		return -EBADMSG;
+	o->wd = fh_find(w, key, key_make(key, rec + 4, type, rec + 20, hb));
+	o->name = NULL;
+	end = 20 + hb;
+	if (o->type == FAN_EVENT_INFO_TYPE_DFID_NAME ||
+	    o->type == FAN_EVENT_INFO_TYPE_OLD_DFID_NAME ||
+	    o->type == FAN_EVENT_INFO_TYPE_NEW_DFID_NAME) {
+		if (end >= len || !memchr(rec + end, '\0', len - end))
+			return -EBADMSG;
+		o->name = (const char *)rec + end;
+	}
+	return 0;
+}
+
+static int raw_push_fan(struct track_watch *w, int wd, uint32_t mask,
+			const char *name, uint32_t cookie, bool alone,
+			uint64_t when)
+{
+	struct track_inotify_event e = {
+		.wd = wd, .mask = mask, .cookie = cookie,
+		.name = name ? name : "", .name_len = name ? strlen(name) : 0,
+	};
+	int err = raw_push(w, &e, when);
+
+	if (!err)
+		raw_at(w, w->raw_len - 1)->alone = alone;
+	return err;
+}
+
+/* Turn the fanotify event at EV (checked: EVENT_LEN fits) into raw ones. */
+static int fan_event(struct track_watch *w, const unsigned char *ev,
+		     const struct fanotify_event_metadata *md, uint64_t when)
+{
+	uint32_t mask = (uint32_t)md->mask & (IN_MODIFY | IN_ATTRIB |
+		IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF |
+		IN_MOVE_SELF | IN_ISDIR);
+	struct fan_obj obj[4], *from = NULL, *to = NULL;
+	size_t pos = md->metadata_len, nr = 0;
+	uint64_t offset = 0, count = 0;
+	bool range = false;
+	int err;
+
+	if (md->mask & FAN_Q_OVERFLOW)
+		return raw_push_fan(w, -1, IN_Q_OVERFLOW, NULL, 0, false, when);
+	while (pos < md->event_len) {
+		struct fanotify_event_info_header h;
+		const unsigned char *rec = ev + pos;
+
+		if (md->event_len - pos < sizeof(h))
+			return -EBADMSG;
+		memcpy(&h, rec, sizeof(h));
+		if (h.len < sizeof(h) || h.len > md->event_len - pos)
+			return -EBADMSG;
+		switch (h.info_type) {
+		case FAN_EVENT_INFO_TYPE_FID:
+		case FAN_EVENT_INFO_TYPE_DFID:
+		case FAN_EVENT_INFO_TYPE_DFID_NAME:
+		case FAN_EVENT_INFO_TYPE_OLD_DFID_NAME:
+		case FAN_EVENT_INFO_TYPE_NEW_DFID_NAME:
+			if (nr == TRACK_ARRAY_SIZE(obj))
+				return -EBADMSG;
+			obj[nr].type = h.info_type;
+			err = fan_parse_fid(w, rec, h.len, &obj[nr]);
+			if (err)
+				return err;
+			if (h.info_type == FAN_EVENT_INFO_TYPE_OLD_DFID_NAME)
+				from = &obj[nr];
+			if (h.info_type == FAN_EVENT_INFO_TYPE_NEW_DFID_NAME)
+				to = &obj[nr];
+			nr++;
+			break;
+		case FAN_EVENT_INFO_TYPE_RANGE:
+			/* header, pad, __u64 offset, __u64 count */
+			if (h.len < 24)
+				return -EBADMSG;
+			memcpy(&offset, rec + 8, 8);
+			memcpy(&count, rec + 16, 8);
+			if (offset + count < offset)
+				return -EBADMSG;
+			range = true;
+			break;
+		default:
+			break;	/* records added later: not ours to read */
+		}
+		pos += h.len;
+	}
+
+	if (md->mask & FAN_RENAME) {
+		uint32_t dir = mask & IN_ISDIR, cookie;
+		bool f = from && from->wd >= 0 && from->name[0];
+		bool t = to && to->wd >= 0 && to->name[0];
+
+		if (++w->next_cookie == 0)
+			++w->next_cookie;
+		cookie = w->next_cookie;
+		if (f) {
+			err = raw_push_fan(w, from->wd, IN_MOVED_FROM | dir,
+					   from->name, cookie, !t, when);
+			if (err)
+				return err;
+		}
+		if (t)
+			return raw_push_fan(w, to->wd, IN_MOVED_TO | dir,
+					    to->name, cookie, false, when);
+		return 0;
+	}
+
+	/*
+	 * The event once for every object of ours it names: a directory with
+	 * a name, and the object itself (a single-file root, or a directory
+	 * whose own events matter only for a root), as inotify would.
+	 */
+	for (size_t i = 0; i < nr; i++) {
+		const char *name = obj[i].name;
+		struct raw *r;
+		bool dup = false;
+
+		if (obj[i].wd < 0 || (name && !strcmp(name, ".")))
+			name = NULL;
+		if (name && !name[0])
+			name = NULL;
+		if (obj[i].wd < 0)
+			continue;
+		for (size_t j = 0; j < i; j++)
+			if (obj[j].wd == obj[i].wd)
+				dup = true;
+		if (dup)
+			continue;
+		err = raw_push_fan(w, obj[i].wd, mask, name, 0, false, when);
+		if (err)
+			return err;
+		r = raw_at(w, w->raw_len - 1);
+		if (range && (mask & IN_MODIFY)) {
+			r->mask |= IN_RANGE;
+			r->offset = offset;
+			r->length = count;
+		}
+		/* The kernel dropped the mark of a deleted object. */
+		if (!name && (mask & IN_DELETE_SELF)) {
+			err = raw_push_fan(w, obj[i].wd, IN_IGNORED, NULL, 0,
+					   false, when);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* Read what fanotify has; returns the number of events, 0, or -errno. */
+static int read_fan(struct track_watch *w)
 {
 	uint64_t when = now_ms();
 	ssize_t n = read(w->fd, w->buf, WATCH_BUF_SIZE);
 	size_t off = 0;
 	int count = 0;
 
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	while (off < (size_t)n) {
+		struct fanotify_event_metadata md;
+		int err = -EBADMSG;
+
+		if ((size_t)n - off >= sizeof(md)) {
+			memcpy(&md, w->buf + off, sizeof(md));
+			if (md.vers == FANOTIFY_METADATA_VERSION &&
+			    md.event_len >= sizeof(md) &&
+			    md.event_len <= (size_t)n - off &&
+			    md.metadata_len >= sizeof(md) &&
+			    md.metadata_len <= md.event_len)
+				err = 0;
+			if (!err && md.fd >= 0)
+				close(md.fd);	/* not asked for */
+		}
+		if (!err)
+			err = fan_event(w, w->buf + off, &md, when);
+		if (err == -ENOMEM)
+			return err;
+		if (err) {
+			/* Never seen from a sane kernel: rescan to be safe. */
+			set_error(w, "malformed fanotify event (%s); rescanning",
+				  strerror(-err));
+			err = raw_push_fan(w, -1, IN_Q_OVERFLOW, NULL, 0, false,
+					   when);
+			return err ? err : count + 1;
+		}
+		off += md.event_len;
+		count++;
+	}
+	return count;
+}
+
+/* Read what the kernel has; returns the number of records, 0, or -errno. */
+static int read_fd(struct track_watch *w)
+{
+	uint64_t when;
+	ssize_t n;
+	size_t off = 0;
+	int count = 0;
+
+	if (w->fan)
+		return read_fan(w);
+	when = now_ms();
+	n = read(w->fd, w->buf, WATCH_BUF_SIZE);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 	while (off < (size_t)n) {

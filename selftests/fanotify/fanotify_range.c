@@ -15,13 +15,8 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
-#include <linux/aio_abi.h>
 #include <liburing.h>
-
-#include "kselftest_harness.h"
-#include "vmtest.h"
 
 #ifndef FAN_REPORT_RANGE
 #error "build against the patched kernel's uapi headers"
@@ -38,11 +33,8 @@ struct ev {
 	int fd;
 };
 
-struct reader {
-	int fd;
-	char buf[65536] __attribute__((aligned(8)));
-	size_t pos, end;
-};
+#define MODIFY_MASK FAN_MODIFY
+#include "range_tests.h"
 
 /* Next event within TIMEOUT_MS; 0 if none came, -1 if malformed. */
 static int next_event(struct reader *r, struct ev *e, int timeout_ms)
@@ -109,25 +101,6 @@ static int next_event(struct reader *r, struct ev *e, int timeout_ms)
 	return 1;
 }
 
-/* The next FAN_MODIFY event, skipping others; 0 if none came. */
-static int next_modify(struct reader *r, struct ev *e)
-{
-	int n;
-
-	while ((n = next_event(r, e, 2000)) == 1)
-		if (e->mask & FAN_MODIFY)
-			return 1;
-	return n;
-}
-
-static void drain(struct reader *r)
-{
-	struct ev e;
-
-	while (next_event(r, &e, 200) == 1)
-		;
-}
-
 #define EXPECT_RANGE(r, o, c) do {					\
 	struct ev _e;							\
 	ASSERT_EQ(1, next_modify((r), &_e));				\
@@ -143,17 +116,6 @@ static void drain(struct reader *r)
 		TH_LOG("a range %llu+%llu", (unsigned long long)_e.off,	\
 		       (unsigned long long)_e.count);			\
 } while (0)
-
-#define EXPECT_NO_MORE_MODIFY(r) do {					\
-	struct ev _e;							\
-	while (next_event((r), &_e, 300) == 1)				\
-		EXPECT_FALSE(_e.mask & FAN_MODIFY)			\
-			TH_LOG("extra FAN_MODIFY %llu+%llu",		\
-			       (unsigned long long)_e.off,		\
-			       (unsigned long long)_e.count);		\
-} while (0)
-
-static char fill[65536];
 
 #define FID_RANGE (FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_REPORT_RANGE | \
 		   FAN_NONBLOCK)
@@ -295,29 +257,6 @@ TEST_F(fan, io_uring_write_reports_its_range)
 	EXPECT_RANGE(&self->r, 777, 5);
 }
 
-static long aio_pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-	aio_context_t ctx = 0;
-	struct iocb cb = {
-		.aio_fildes = fd,
-		.aio_lio_opcode = IOCB_CMD_PWRITE,
-		.aio_buf = (uintptr_t)buf,
-		.aio_nbytes = n,
-		.aio_offset = off,
-	};
-	struct iocb *cbs[1] = { &cb };
-	struct io_event ev;
-	long ret = -1;
-
-	if (syscall(__NR_io_setup, 4, &ctx))
-		return -1;
-	if (syscall(__NR_io_submit, ctx, 1, cbs) == 1 &&
-	    syscall(__NR_io_getevents, ctx, 1, 1, &ev, NULL) == 1)
-		ret = ev.res;
-	syscall(__NR_io_destroy, ctx);
-	return ret;
-}
-
 TEST_F(fan, aio_write_reports_its_range)
 {
 	void *buf;
@@ -339,20 +278,6 @@ TEST_F(fan, aio_write_reports_its_range)
 	close(dfd);
 	free(buf);
 	EXPECT_RANGE(&self->r, 16384, 8192);
-}
-
-static int make_source(const char *dir, const void *data, size_t len)
-{
-	char path[128];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/src", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (fd >= 0 && write(fd, data, len) != (ssize_t)len) {
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 TEST_F(fan, splice_sendfile_copy_file_range_report_their_ranges)
@@ -503,6 +428,51 @@ TEST_F(fan, fd_mode_group_gets_ranges)
 	free(r);
 }
 
+/*
+ * A file of a kernel interface file system (procfs, sysfs) takes commands
+ * and values; its ->write may ignore the position: no range record.
+ */
+TEST(kernel_interface_file_write_has_no_range)
+{
+	static const char * const files[] = {
+		"/proc/self/comm",
+		"/sys/block/vdd/queue/read_ahead_kb",
+	};
+	char val[64];
+	unsigned int i;
+
+	if (!has_report_range())
+		SKIP(return, "this kernel has no FAN_REPORT_RANGE");
+	for (i = 0; i < ARRAY_SIZE(files); i++) {
+		struct reader *r = calloc(1, sizeof(*r));
+		struct ev e;
+		ssize_t n;
+		int fd;
+
+		ASSERT_NE(NULL, r);
+		fd = open(files[i], O_RDWR);
+		ASSERT_LE(0, fd) TH_LOG("%s: %s", files[i], strerror(errno));
+		/* write back what is there: nothing changes but the event */
+		n = read(fd, val, sizeof(val));
+		ASSERT_LT(0, n);
+		if (val[n - 1] == '\n')
+			n--;	/* comm would keep it */
+		r->fd = watch_file(FD_RANGE, files[i]);
+		ASSERT_LE(0, r->fd);
+		/* not pwrite(): comm is a seq_file, which refuses it */
+		ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+		ASSERT_EQ(n, write(fd, val, n));
+		close(fd);
+		ASSERT_EQ(1, next_modify(r, &e));
+		EXPECT_FALSE(e.range)
+			TH_LOG("a range %llu+%llu for %s",
+			       (unsigned long long)e.off,
+			       (unsigned long long)e.count, files[i]);
+		close(r->fd);
+		free(r);
+	}
+}
+
 /* With the directory's fid and the name: a variable size event */
 TEST_F(fan, dfid_name_group_gets_ranges)
 {
@@ -626,44 +596,18 @@ TEST(unprivileged_group_gets_ranges)
  * writes at scattered offsets must not overflow a queue that fanotify
  * without ranges would not overflow.
  */
-#define BURST_BLOCKS	4096		/* a 16 MiB file of 4 KiB blocks */
-
-struct burst {
-	struct reader r;
-	char dir[64];
-	int fd[2];
-	unsigned char fh[2][128];
-	unsigned int fh_len[2];
-	uint8_t written[2][BURST_BLOCKS];
-	uint8_t covered[2][BURST_BLOCKS];
-	int events[2];
-	bool overflow;
-	uint64_t rnd;
-};
-
-static uint32_t burst_random(struct burst *b)
-{
-	b->rnd ^= b->rnd << 13;
-	b->rnd ^= b->rnd >> 7;
-	b->rnd ^= b->rnd << 17;
-	return b->rnd >> 11;
-}
-
+/* Two files f0 and f1, each with its own inode mark */
 static struct burst *burst_new(void)
 {
-	struct burst *b = calloc(1, sizeof(*b));
+	struct burst *b = burst_alloc("/tmp/fanotify-burst.XXXXXX");
 	char path[96];
 	int i;
 
 	if (!b)
 		return NULL;
-	b->rnd = 0x9e3779b97f4a7c15ULL;
-	strcpy(b->dir, "/tmp/fanotify-burst.XXXXXX");
-	if (!mkdtemp(b->dir))
-		return NULL;
 	b->r.fd = fanotify_init(FID_RANGE, O_RDONLY);
 	if (b->r.fd < 0)
-		return NULL;
+		goto fail;
 	/* learn each file's handle from its first event */
 	for (i = 0; i < 2; i++) {
 		struct ev e;
@@ -676,29 +620,20 @@ static struct burst *burst_new(void)
 		    pwrite(b->fd[i], "x", 1, 0) != 1 ||
 		    next_event(&b->r, &e, 2000) != 1 || !e.fh_len ||
 		    e.fh_len > sizeof(b->fh[i]))
-			return NULL;
+			goto fail;
 		b->fh_len[i] = e.fh_len;
 		memcpy(b->fh[i], e.fh, e.fh_len);
 	}
 	return b;
+fail:
+	burst_free(b);
+	return NULL;
 }
 
-static bool burst_write(struct burst *b, int f, int n)
-{
-	while (n--) {
-		uint32_t blk = burst_random(b) % BURST_BLOCKS;
-
-		if (pwrite(b->fd[f], fill, 4096, (off_t)blk * 4096) != 4096)
-			return false;
-		b->written[f][blk] = 1;
-	}
-	return true;
-}
-
+/* Read every queued event; the file is the one whose handle it carries */
 static void burst_read(struct burst *b)
 {
 	struct ev e;
-	uint64_t blk;
 	int f;
 
 	while (next_event(&b->r, &e, 300) == 1) {
@@ -710,55 +645,9 @@ static void burst_read(struct burst *b)
 			if (e.fh_len == b->fh_len[f] &&
 			    !memcmp(e.fh, b->fh[f], e.fh_len))
 				break;
-		if (f == 2 || !(e.mask & FAN_MODIFY))
-			continue;
-		b->events[f]++;
-		if (!e.range) {
-			memset(b->covered[f], 1, BURST_BLOCKS);
-			continue;
-		}
-		for (blk = e.off / 4096;
-		     blk < BURST_BLOCKS && blk * 4096 < e.off + e.count; blk++)
-			b->covered[f][blk] = 1;
+		if (f < 2 && (e.mask & FAN_MODIFY))
+			burst_cover(b, f, &e);
 	}
-}
-
-static int burst_missed(struct burst *b, int f)
-{
-	int blk, missed = 0;
-
-	for (blk = 0; blk < BURST_BLOCKS; blk++)
-		missed += b->written[f][blk] && !b->covered[f][blk];
-	return missed;
-}
-
-static void burst_free(struct burst *b)
-{
-	if (!b)
-		return;
-	close(b->fd[0]);
-	close(b->fd[1]);
-	close(b->r.fd);
-	vm_run("rm -rf %s", b->dir);
-	free(b);
-}
-
-/* Bursts under TCG and KASAN take minutes: the default 30 s is too short. */
-FIXTURE(burst) {
-	struct burst *b;
-};
-
-FIXTURE_SETUP(burst)
-{
-	if (!has_report_range())
-		SKIP(return, "this kernel has no range reporting");
-	self->b = burst_new();
-	ASSERT_NE(NULL, self->b);
-}
-
-FIXTURE_TEARDOWN(burst)
-{
-	burst_free(self->b);
 }
 
 TEST_F_TIMEOUT(burst, random_writes_to_one_file_do_not_overflow_the_default_queue, 900)

@@ -13,10 +13,8 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <fcntl.h>
-#include <linux/aio_abi.h>
 /* <fcntl.h> has what <linux/inotify.h> wants of <linux/fcntl.h> */
 #define _LINUX_FCNTL_H
 #include <linux/inotify.h>
@@ -43,11 +41,8 @@ struct ev {
 	uint64_t count;
 };
 
-struct reader {
-	int fd;
-	char buf[65536] __attribute__((aligned(8)));
-	size_t pos, end;
-};
+#define MODIFY_MASK IN_MODIFY
+#include "range_tests.h"
 
 /* Next event within TIMEOUT_MS; 0 if none came. */
 static int next_event(struct reader *r, struct ev *e, int timeout_ms)
@@ -95,25 +90,6 @@ static int next_event(struct reader *r, struct ev *e, int timeout_ms)
 	return 1;
 }
 
-/* The next IN_MODIFY event, skipping others; 0 if none came. */
-static int next_modify(struct reader *r, struct ev *e)
-{
-	int n;
-
-	while ((n = next_event(r, e, 2000)) == 1)
-		if (e->mask & IN_MODIFY)
-			return 1;
-	return n;
-}
-
-static void drain(struct reader *r)
-{
-	struct ev e;
-
-	while (next_event(r, &e, 200) == 1)
-		;
-}
-
 #define EXPECT_RANGE(r, o, c) do {					\
 	struct ev _e;							\
 	ASSERT_EQ(1, next_modify((r), &_e));				\
@@ -122,18 +98,6 @@ static void drain(struct reader *r)
 	EXPECT_EQ((uint64_t)(o), _e.off);				\
 	EXPECT_EQ((uint64_t)(c), _e.count);				\
 } while (0)
-
-/* The next event must not be another IN_MODIFY. */
-#define EXPECT_NO_MORE_MODIFY(r) do {					\
-	struct ev _e;							\
-	while (next_event((r), &_e, 300) == 1)				\
-		EXPECT_FALSE(_e.mask & IN_MODIFY)			\
-			TH_LOG("extra IN_MODIFY %llu+%llu",		\
-			       (unsigned long long)_e.off,		\
-			       (unsigned long long)_e.count);		\
-} while (0)
-
-static char fill[65536];
 
 static bool has_report_range(void)
 {
@@ -171,22 +135,6 @@ FIXTURE_VARIANT_ADD(dir, ext4) {
 FIXTURE_VARIANT_ADD(dir, xfs) {
 	.fs = "xfs", .mkfs = "mkfs.xfs -q -f -K", .disk = VM_DISK_B,
 };
-
-static bool fs_supported(const char *fs)
-{
-	char line[128];
-	bool found = false;
-	FILE *f = fopen("/proc/filesystems", "r");
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = 0;
-		found = !strcmp(line + strcspn(line, "\t") + 1, fs);
-	}
-	fclose(f);
-	return found;
-}
 
 static bool reflinks(const char *fs)
 {
@@ -311,29 +259,6 @@ TEST_F(dir, io_uring_write_reports_its_range)
 	io_uring_queue_exit(&ring);
 }
 
-static long aio_pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-	aio_context_t ctx = 0;
-	struct iocb cb = {
-		.aio_fildes = fd,
-		.aio_lio_opcode = IOCB_CMD_PWRITE,
-		.aio_buf = (uintptr_t)buf,
-		.aio_nbytes = n,
-		.aio_offset = off,
-	};
-	struct iocb *cbs[1] = { &cb };
-	struct io_event ev;
-	long ret = -1;
-
-	if (syscall(__NR_io_setup, 4, &ctx))
-		return -1;
-	if (syscall(__NR_io_submit, ctx, 1, cbs) == 1 &&
-	    syscall(__NR_io_getevents, ctx, 1, 1, &ev, NULL) == 1)
-		ret = ev.res;
-	syscall(__NR_io_destroy, ctx);
-	return ret;
-}
-
 TEST_F(dir, aio_write_reports_its_range)
 {
 	ASSERT_EQ(6, aio_pwrite(self->fd, "kernel", 6, 300));
@@ -375,24 +300,10 @@ TEST_F(dir, splice_from_a_pipe_reports_its_range)
 	EXPECT_RANGE(&self->r, 2000, 6);
 }
 
-static int make_source(const char *dir, const char *data)
-{
-	char path[128];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/src", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (fd >= 0 && write(fd, data, strlen(data)) != (ssize_t)strlen(data)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 TEST_F(dir, sendfile_reports_its_range)
 {
 	off_t in_off = 0;
-	int in = make_source(self->dir, "sendfile-data");
+	int in = make_source(self->dir, "sendfile-data", 13);
 
 	ASSERT_LE(0, in);
 	drain(&self->r);
@@ -405,7 +316,7 @@ TEST_F(dir, sendfile_reports_its_range)
 TEST_F(dir, copy_file_range_reports_the_destination_range)
 {
 	loff_t in_off = 2, out_off = 200;
-	int in = make_source(self->dir, "copy-file-range");
+	int in = make_source(self->dir, "copy-file-range", 15);
 
 	ASSERT_LE(0, in);
 	drain(&self->r);
@@ -419,7 +330,7 @@ TEST_F(dir, clone_range_reports_the_destination_range)
 	struct file_clone_range fcr = { .src_length = 4096,
 					.dest_offset = 8192 };
 	char b[4096] = { 7 };
-	int in = make_source(self->dir, "");
+	int in = make_source(self->dir, "", 0);
 
 	ASSERT_LE(0, in);
 	ASSERT_EQ(4096, write(in, b, 4096));
@@ -444,7 +355,7 @@ TEST_F(dir, dedupe_range_sends_no_modify)
 {
 	struct file_dedupe_range *fdr;
 	char b[4096];
-	int in = make_source(self->dir, "");
+	int in = make_source(self->dir, "", 0);
 
 	if (!reflinks(variant->fs)) {
 		close(in);
@@ -683,6 +594,51 @@ TEST(character_device_write_has_no_range)
 	close(r.fd);
 }
 
+/*
+ * A file of a kernel interface file system (procfs, sysfs, cgroupfs) takes
+ * commands and values; its ->write may ignore the position (comm does), so
+ * the write has no range to report, only the event.
+ */
+TEST(kernel_interface_file_write_has_no_range)
+{
+	static const char * const files[] = {
+		"/proc/self/comm",
+		"/sys/block/vdd/queue/read_ahead_kb",
+	};
+	char val[64];
+	unsigned int i;
+
+	if (!has_report_range())
+		SKIP(return, "this kernel has no IN_REPORT_RANGE");
+	for (i = 0; i < ARRAY_SIZE(files); i++) {
+		struct reader r = { 0 };
+		struct ev e;
+		ssize_t n;
+		int fd;
+
+		fd = open(files[i], O_RDWR);
+		ASSERT_LE(0, fd) TH_LOG("%s: %s", files[i], strerror(errno));
+		/* write back what is there: nothing changes but the event */
+		n = read(fd, val, sizeof(val));
+		ASSERT_LT(0, n);
+		if (val[n - 1] == '\n')
+			n--;	/* comm would keep it */
+		r.fd = inotify_init1(IN_REPORT_RANGE | IN_NONBLOCK);
+		ASSERT_LE(0, r.fd);
+		ASSERT_LE(0, inotify_add_watch(r.fd, files[i], IN_MODIFY));
+		/* not pwrite(): comm is a seq_file, which refuses it */
+		ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+		ASSERT_EQ(n, write(fd, val, n));
+		close(fd);
+		ASSERT_EQ(1, next_modify(&r, &e));
+		EXPECT_FALSE(e.range)
+			TH_LOG("a range %llu+%llu for %s",
+			       (unsigned long long)e.off,
+			       (unsigned long long)e.count, files[i]);
+		close(r.fd);
+	}
+}
+
 TEST(instance_without_flag_sees_the_upstream_format)
 {
 	char dir[] = "/tmp/inotify-plain.XXXXXX", path[64];
@@ -774,137 +730,50 @@ TEST(overflow_is_reported_when_ranges_fill_the_queue)
  * the ranges stay exact while that costs little.
  */
 
-#define BURST_BLOCKS	4096		/* a 16 MiB file of 4 KiB blocks */
-
-/* Which 4 KiB blocks of up to 2 files were written, and which reported */
-struct burst {
-	struct reader r;
-	char dir[64];
-	int fd[2];
-	uint8_t written[2][BURST_BLOCKS];
-	uint8_t covered[2][BURST_BLOCKS];
-	int events[2];
-	int ranged[2];
-	bool overflow;
-	uint64_t rnd;
-};
-
-static uint32_t burst_random(struct burst *b)
-{
-	b->rnd ^= b->rnd << 13;
-	b->rnd ^= b->rnd >> 7;
-	b->rnd ^= b->rnd << 17;
-	return b->rnd >> 11;
-}
-
 /* A burst instance at the default queue size (16384) watching DIR */
 static struct burst *burst_new(void)
 {
-	struct burst *b = calloc(1, sizeof(*b));
+	struct burst *b = burst_alloc("/tmp/inotify-burst.XXXXXX");
 	char old[32] = "16384", path[96];
 	int i;
 
 	if (!b)
-		return NULL;
-	b->rnd = 0x9e3779b97f4a7c15ULL;
-	strcpy(b->dir, "/tmp/inotify-burst.XXXXXX");
-	if (!mkdtemp(b->dir))
 		return NULL;
 	set_max_queued(old, sizeof(old), 16384);
 	b->r.fd = inotify_init1(IN_REPORT_RANGE | IN_NONBLOCK);
 	restore_max_queued(old);
 	if (b->r.fd < 0 ||
 	    inotify_add_watch(b->r.fd, b->dir, IN_MODIFY) < 0)
-		return NULL;
+		goto fail;
 	for (i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/f%d", b->dir, i);
 		b->fd[i] = open(path, O_RDWR | O_CREAT, 0644);
 		if (b->fd[i] < 0)
-			return NULL;
+			goto fail;
 	}
 	return b;
+fail:
+	burst_free(b);
+	return NULL;
 }
 
-/* N writes of 4 KiB at random block offsets of file F */
-static bool burst_write(struct burst *b, int f, int n)
-{
-	while (n--) {
-		uint32_t blk = burst_random(b) % BURST_BLOCKS;
-
-		if (pwrite(b->fd[f], fill, 4096, (off_t)blk * 4096) != 4096)
-			return false;
-		b->written[f][blk] = 1;
-	}
-	return true;
-}
-
-/* Read every queued event; mark what each reports */
+/* Read every queued event; the file is the one it names */
 static void burst_read(struct burst *b)
 {
 	struct ev e;
-	uint64_t blk;
-	int f;
 
 	while (next_event(&b->r, &e, 300) == 1) {
 		if (e.mask & IN_Q_OVERFLOW) {
 			b->overflow = true;
 			continue;
 		}
-		if (!(e.mask & IN_MODIFY) || e.name[0] != 'f')
-			continue;
-		f = e.name[1] - '0';
-		b->events[f]++;
-		if (!e.range) {
-			memset(b->covered[f], 1, BURST_BLOCKS);
-			continue;
-		}
-		b->ranged[f]++;
-		for (blk = e.off / 4096;
-		     blk < BURST_BLOCKS && blk * 4096 < e.off + e.count; blk++)
-			b->covered[f][blk] = 1;
+		if ((e.mask & IN_MODIFY) && e.name[0] == 'f' &&
+		    (e.name[1] == '0' || e.name[1] == '1'))
+			burst_cover(b, e.name[1] - '0', &e);
 	}
 }
 
-/* Blocks written that no event reported */
-static int burst_missed(struct burst *b, int f)
-{
-	int blk, missed = 0;
-
-	for (blk = 0; blk < BURST_BLOCKS; blk++)
-		missed += b->written[f][blk] && !b->covered[f][blk];
-	return missed;
-}
-
-static void burst_free(struct burst *b)
-{
-	if (!b)
-		return;
-	close(b->fd[0]);
-	close(b->fd[1]);
-	close(b->r.fd);
-	vm_run("rm -rf %s", b->dir);
-	free(b);
-}
-
 /* Plain inotify queues one event here; ranges must not overflow. */
-/* Bursts under TCG and KASAN take minutes: the default 30 s is too short. */
-FIXTURE(burst) {
-	struct burst *b;
-};
-
-FIXTURE_SETUP(burst)
-{
-	if (!has_report_range())
-		SKIP(return, "this kernel has no range reporting");
-	self->b = burst_new();
-	ASSERT_NE(NULL, self->b);
-}
-
-FIXTURE_TEARDOWN(burst)
-{
-	burst_free(self->b);
-}
-
 TEST_F_TIMEOUT(burst, random_writes_to_one_file_do_not_overflow_the_default_queue, 900)
 {
 	struct burst *b = self->b;

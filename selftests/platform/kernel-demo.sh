@@ -11,6 +11,7 @@ else
 fi
 mode=$(inotify-range --mode 2>/dev/null)
 case "$mode" in
+fanotify) echo "fanotify: FAN_REPORT_RANGE supported: FAN_MODIFY events carry a range record (libtrack uses it)" ;;
 ranges) echo "inotify: IN_REPORT_RANGE supported: IN_MODIFY events carry offset and length" ;;
 *) echo "inotify: no IN_REPORT_RANGE (plain inotify: whole-file events)" ;;
 esac

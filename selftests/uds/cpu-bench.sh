@@ -20,7 +20,9 @@ appender=${UDS_APPENDER:-$UDS_DIR/appender}
 [ -x "$appender" ] || skip_all "appender is not built"
 
 modes=fallback
-[ "$(inotify-range --mode 2>/dev/null)" = ranges ] && modes="ranges fallback"
+case $(inotify-range --mode 2>/dev/null) in
+fanotify | ranges) modes="ranges fallback" ;;
+esac
 
 run() {		# MODE POLICY OPTIONS...
 	_mode=$1 _policy=$2

@@ -5,13 +5,13 @@
 . "$(dirname "$0")/lib.sh"
 command -v inotify-range >/dev/null || skip_all "inotify-range is not built"
 mode=$(inotify-range --mode)
-if [ $UDS_WANT_RANGES = 1 ] && [ "$mode" != ranges ]; then
-	skip_all "this kernel has no IN_REPORT_RANGE (inotify write ranges)"
+if [ $UDS_WANT_RANGES = 1 ] && [ "$mode" = plain ]; then
+	skip_all "this kernel reports no write ranges (FAN_REPORT_RANGE, IN_REPORT_RANGE)"
 fi
 diag "mode: $mode"
 case $mode in
-ranges | plain) ok "--mode says ranges or plain" ;;
-*) not_ok "--mode says ranges or plain (it said '$mode')" ;;
+fanotify | ranges | plain) ok "--mode says fanotify, ranges or plain" ;;
+*) not_ok "--mode says fanotify, ranges or plain (it said '$mode')" ;;
 esac
 
 dir=$S
@@ -39,7 +39,7 @@ has() {
 	grep -qxF "$1" "$W/out"
 }
 check "create" has "CREATE - $dir/f"
-if [ "$mode" = ranges ]; then
+if [ "$mode" != plain ]; then
 	# Read apart they are two events; queued together the kernel merges
 	# touching ranges into one.
 	if has "MODIFY 0+10 $dir/f"; then

@@ -99,9 +99,10 @@ uds_require() {
 	command -v "$UDS_BIN" >/dev/null || skip_all "$UDS_BIN is not built"
 	[ -x "$UDS_TREECMP" ] || skip_all "treecmp is not built"
 	if [ $UDS_WANT_RANGES = 1 ]; then
+		# fanotify's ranges, or inotify's (LIBTRACK_WATCH_BACKEND=inotify)
 		_m=$(inotify-range --mode 2>/dev/null)
-		[ "$_m" = ranges ] ||
-			skip_all "this kernel has no IN_REPORT_RANGE (inotify write ranges)"
+		[ "$_m" = ranges ] || [ "$_m" = fanotify ] ||
+			skip_all "this kernel reports no write ranges (FAN_REPORT_RANGE, IN_REPORT_RANGE)"
 	fi
 }
 

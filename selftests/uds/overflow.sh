@@ -2,24 +2,33 @@
 # The kernel's event queue overflows (a small max_queued_events): uds-plus
 # gets IN_Q_OVERFLOW, rescans, and loses nothing. Needs root to set the
 # limit; the old value is restored as soon as uds-plus has its instance
-# (the limit is taken when an inotify instance is created).
+# (the limit is taken when an inotify instance or fanotify group is
+# created).
 UDS_T=${UDS_T:-0.3}
 UDS_F=${UDS_F:-1.5}
 . "$(dirname "$0")/lib.sh"
 uds_require
 
+# inotify's limit, and fanotify's (5.13+) for its backend of track_watch.
 knob=/proc/sys/fs/inotify/max_queued_events
+fknob=/proc/sys/fs/fanotify/max_queued_events
 [ "$(id -u)" = 0 ] || skip_all "needs root to set $knob"
 [ -w $knob ] || skip_all "$knob is not writable here"
+[ -w $fknob ] || fknob=
 old=$(cat $knob)
+[ -z "$fknob" ] || fold=$(cat $fknob)
 restore() {
 	echo "$old" >$knob
+	[ -z "$fknob" ] || echo "$fold" >$fknob
 }
 trap 'restore; _uds_cleanup' EXIT
 echo 16 >$knob
+[ -z "$fknob" ] || echo 16 >$fknob
 uds_start --no-fsync || { restore; not_ok "uds-plus starts"; done_testing; }
 restore
 check "the system limit is back to $old" [ "$(cat $knob)" = "$old" ]
+[ -z "$fknob" ] ||
+	check "fanotify's limit is back to $fold" [ "$(cat $fknob)" = "$fold" ]
 check_mode
 rescans=$(uds_status rescans)
 

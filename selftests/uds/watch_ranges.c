@@ -4,9 +4,14 @@
  * byte range of each write, for files in a watched tree (including a
  * directory created after the watch), with disjoint writes apart and
  * touching ones merged; TRACK_WATCH_NO_RANGES still says "whole file".
- * Skips on a kernel without IN_REPORT_RANGE.
+ * Runs with fanotify's range record, and again with
+ * LIBTRACK_WATCH_BACKEND=inotify on the inotify extension (tests.list).
+ * Skips on a kernel without either.
  */
 #include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
 #include <sys/inotify.h>
 
 #include "kselftest_harness.h"
@@ -24,8 +29,8 @@ FIXTURE_SETUP(tree)
 	strcpy(self->dir, "/tmp/watch-ranges.XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	ASSERT_EQ(0, track_watch_new(0, &self->w));
-	if (track_watch_get_mode(self->w) != TRACK_WATCH_RANGES)
-		SKIP(return, "this kernel has no IN_REPORT_RANGE");
+	if (track_watch_get_mode(self->w) == TRACK_WATCH_PLAIN)
+		SKIP(return, "this kernel reports no write ranges");
 	ASSERT_EQ(0, track_watch_add(self->w, self->dir));
 }
 
@@ -145,6 +150,36 @@ TEST_F(tree, new_directory_is_watched_with_ranges)
 	EXPECT_STREQ("sub/inner", ev.path);
 	EXPECT_EQ(77ULL, ev.offset);
 	EXPECT_EQ(3ULL, ev.length);
+}
+
+#ifndef FAN_REPORT_RANGE
+#define FAN_REPORT_RANGE 0x00800000
+#endif
+
+/*
+ * A kernel with both range channels gives fanotify's, unless the
+ * environment asks for inotify: otherwise the runs of this file under
+ * either backend could silently test the same one twice.
+ */
+TEST(the_watcher_uses_the_backend_asked_for)
+{
+	const char *env = getenv("LIBTRACK_WATCH_BACKEND");
+	bool inotify = env && !strcmp(env, "inotify");
+	struct track_watch *w;
+	int fd;
+
+	fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME |
+			   FAN_REPORT_FID | FAN_REPORT_RANGE, O_RDONLY);
+	if (fd < 0)
+		SKIP(return, "this kernel has no FAN_REPORT_RANGE");
+	close(fd);
+	ASSERT_EQ(0, track_watch_new(0, &w));
+	EXPECT_EQ(inotify ? TRACK_WATCH_RANGES : TRACK_WATCH_FANOTIFY,
+		  (int)track_watch_get_mode(w));
+	track_watch_free(w);
+	ASSERT_EQ(0, track_watch_new(TRACK_WATCH_INOTIFY, &w));
+	EXPECT_EQ(TRACK_WATCH_RANGES, (int)track_watch_get_mode(w));
+	track_watch_free(w);
 }
 
 TEST(plain_mode_still_says_whole_file)

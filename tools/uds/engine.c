@@ -339,7 +339,7 @@ void uds_write_status(struct uds *u, int fd)
 	if (!f)
 		return;
 	track_batch_pending(u->batch, &bs);
-	fprintf(f, "mode=%s\n", u->mode == TRACK_WATCH_RANGES ? "ranges" :
+	fprintf(f, "mode=%s\n", u->mode != TRACK_WATCH_PLAIN ? "ranges" :
 		"fallback");
 	fprintf(f, "state=%s\n", u->broken ? "waiting" :
 		u->last_error[0] ? "error" : "ok");
@@ -405,7 +405,7 @@ static void log_stats(struct uds *u)
 		PRIu64 " bytes pushed, %" PRIu64 " bytes read, %" PRIu64
 		" pulls, %" PRIu64 " conflicts, %zu files pending (%" PRIu64
 		" bytes compressed), %.2f s CPU",
-		u->mode == TRACK_WATCH_RANGES ? "ranges" : "fallback",
+		u->mode != TRACK_WATCH_PLAIN ? "ranges" : "fallback",
 		u->st.pushes, u->st.files_pushed, u->st.bytes_pushed,
 		u->st.bytes_read, u->st.pulls, u->st.conflicts, u->ldirty.len,
 		bs.bytes, cpu_seconds());
@@ -576,7 +576,7 @@ int uds_start(struct uds *u, struct config *cfg)
 	notice_("syncing SAVINGBOX %s -> SYNCFOLDER %s; mode %s; timer %.3g s, "
 		"counter %" PRIu64 " bytes, fail-safe %.3g s; state in %s",
 		cfg->savingbox, cfg->syncfolder,
-		u->mode == TRACK_WATCH_RANGES ? "ranges (the kernel reports "
+		u->mode != TRACK_WATCH_PLAIN ? "ranges (the kernel reports "
 		"write ranges)" : "fallback (block delta; this kernel has no "
 		"IN_REPORT_RANGE)", cfg->timer_ms / 1000.0, cfg->counter_bytes,
 		cfg->failsafe_ms / 1000.0, cfg->state_dir);

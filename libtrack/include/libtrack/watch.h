@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * track_watch_*: watch directory trees with inotify, and learn which byte
- * ranges a write changed when the kernel can say.
+ * track_watch_*: watch directory trees with fanotify or inotify, and learn
+ * which byte ranges a write changed when the kernel can say.
  *
- * A watcher uses the extended inotify of the UDS+ kernel patch (the
- * IN_REPORT_RANGE flag of inotify_init1()) when the running kernel has it,
- * and plain inotify otherwise; then every modification says "the whole file
- * may have changed". track_watch_get_mode() tells which one it got.
+ * A watcher uses fanotify with the range record of the kernel patch (the
+ * FAN_REPORT_RANGE flag of fanotify_init(); no privilege needed) when the
+ * running kernel has it, else the extended inotify of the UDS+ patch (the
+ * IN_REPORT_RANGE flag of inotify_init1()), else plain inotify; then every
+ * modification says "the whole file may have changed".
+ * track_watch_get_mode() tells which one it got. The events are the same
+ * whichever it is.
  *
  * A directory is watched with its whole tree, including directories created
  * or moved in while it is watched: the watcher adds the new directory's
@@ -48,13 +51,15 @@ struct track_watch;
 
 /* What the kernel gave the watcher. */
 enum track_watch_mode {
-	TRACK_WATCH_PLAIN = 0,	/* stock inotify: modifications are whole-file */
-	TRACK_WATCH_RANGES = 1,	/* modifications carry their byte range */
+	TRACK_WATCH_PLAIN = 0,	/* stock kernel: modifications are whole-file */
+	TRACK_WATCH_RANGES = 1,	/* inotify: modifications carry their range */
+	TRACK_WATCH_FANOTIFY = 2, /* fanotify: modifications carry their range */
 };
 
 /* Flags for track_watch_new(). */
 #define TRACK_WATCH_NO_RANGES	0x1u	/* plain inotify even if ranges exist */
 #define TRACK_WATCH_CLOSE_WRITE	0x2u	/* also report CLOSE_WRITE events */
+#define TRACK_WATCH_INOTIFY	0x4u	/* inotify even if fanotify has ranges */
 
 enum track_event_kind {
 	TRACK_EVENT_CREATE = 1,	/* path appeared (created, linked, moved in) */
@@ -91,14 +96,15 @@ struct track_event {
 
 /*
  * Create a watcher with no roots. Uses ranges when the kernel has them and
- * FLAGS does not say TRACK_WATCH_NO_RANGES.
+ * FLAGS does not say TRACK_WATCH_NO_RANGES; fanotify's unless FLAGS says
+ * TRACK_WATCH_INOTIFY or the environment LIBTRACK_WATCH_BACKEND=inotify.
  */
 int track_watch_new(unsigned int flags, struct track_watch **wp);
 
 /* Remove every watch and free the watcher. */
 void track_watch_free(struct track_watch *w);
 
-/* Whether modifications carry ranges. */
+/* Whether modifications carry ranges, and whose (not TRACK_WATCH_PLAIN). */
 enum track_watch_mode track_watch_get_mode(const struct track_watch *w);
 
 /*
@@ -107,7 +113,8 @@ enum track_watch_mode track_watch_get_mode(const struct track_watch *w);
  * never followed. Returns the
  * root id (0, 1, ...) that events carry. On failure track_watch_error()
  * says what went wrong; -ENOSPC means the per-user inotify watch limit
- * (fs.inotify.max_user_watches) is reached.
+ * (fs.inotify.max_user_watches) or fanotify mark limit
+ * (fs.fanotify.max_user_marks) is reached.
  */
 int track_watch_add(struct track_watch *w, const char *path);
 
@@ -121,7 +128,7 @@ int track_watch_remove(struct track_watch *w, int root);
 /* The path given to track_watch_add() for root id ROOT, or NULL. */
 const char *track_watch_root(const struct track_watch *w, int root);
 
-/* The number of inotify watches in use. */
+/* The number of watched objects (inotify watches or fanotify marks). */
 unsigned int track_watch_count(const struct track_watch *w);
 
 /*
