@@ -15,7 +15,7 @@ fanotify | ranges | plain) ok "--mode says fanotify, ranges or plain" ;;
 esac
 
 dir=$S
-inotify-range -t 2 "$dir" >"$W/out" 2>"$W/err" &
+inotify-range -t 10 "$dir" >"$W/out" 2>"$W/err" &
 pid=$!
 # The '# mode' line comes once every watch is in place: a fixed sleep lost
 # the first events when the VM was slow to start the watcher.

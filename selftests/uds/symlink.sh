@@ -40,9 +40,14 @@ ln -s "$W/outside2" "$S/work"
 mkdir -p "$S/shared"
 echo s >"$S/shared/doc"
 uds_wait_synced || not_ok "shared/ is synced"
+# The swap and the local edit must reach uds-plus together: on a slow VM
+# it pulled the remote 'rm -r' alone, before the link and the edit existed
+# (a plain remote delete, rightly applied), and the test lost its case.
+kill -STOP "$UDS_PID"
 rm -r "$D/shared"
 ln -s "$W/outside2" "$D/shared"
 echo "local edit" >>"$S/shared/doc"
+kill -CONT "$UDS_PID"
 sleep 3
 if uds_wait_synced; then ok "after the swaps: the trees are equal"; else
 	not_ok "after the swaps: the trees are equal"; fi
@@ -60,8 +65,10 @@ check "work/ is now a link in SYNCFOLDER too" [ -L "$D/work" ]
 mkdir -p "$S/pics"
 echo p >"$S/pics/a.jpg"
 uds_wait_synced || not_ok "pics/ is synced"
+kill -STOP "$UDS_PID"	# one swap, seen in one pull (see above)
 rm -r "$D/pics"
 ln -s "$W/outside2" "$D/pics"
+kill -CONT "$UDS_PID"
 sleep 1
 if uds_wait_synced; then ok "after the remote swap: the trees are equal"; else
 	not_ok "after the remote swap: the trees are equal"; fi

@@ -9,7 +9,7 @@ echo "# inotify-range $dir, while: appends, a write at 4096, a truncate," \
 out=$(mktemp /tmp/watch-demo.out.XXXXXX)
 trap 'rm -rf "$dir" "$out"' EXIT
 # Start writing once the '# mode' line says every watch is in place.
-inotify-range -t 2 "$dir" >"$out" &
+inotify-range -t 5 "$dir" >"$out" &
 pid=$!
 i=0
 until grep -q '^# mode' "$out" 2>/dev/null || [ $i -ge 300 ]; do
