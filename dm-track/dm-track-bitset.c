@@ -191,6 +191,21 @@ unsigned long *track_bitset_leaf(struct track_bitset *bs, u64 index)
 	return READ_ONCE(mid[index % TRACK_MID_LEAVES]);
 }
 
+/* Is BLOCK in the set? Lock-free, for a set that is no longer marked. */
+bool track_bitset_test(struct track_bitset *bs, u64 block)
+{
+	unsigned long *leaf;
+
+	if (block >= bs->nr_blocks)
+		return false;
+	leaf = track_bitset_leaf(bs, block / TRACK_LEAF_BITS);
+	if (!leaf)
+		return false;
+	if (leaf == TRACK_LEAF_FULL)
+		return true;
+	return test_bit(block % TRACK_LEAF_BITS, leaf);
+}
+
 /* Mark blocks LO..HI of leaf INDEX, all in group MID. */
 static void mark_in_leaf(struct track_bitset *bs, unsigned long **mid,
 			 u64 index, u64 lo, u64 hi, gfp_t gfp)

@@ -44,6 +44,29 @@ static void track_mark(struct track_c *tc, u64 first, u64 last)
 	rcu_read_unlock();
 }
 
+/*
+ * Mark a write being mapped; true if it was deferred to preserve the
+ * frozen data it overwrites. The snapshot is the one of the set the write
+ * is marked in, read in the same RCU section: a write in the new epoch of
+ * a snapshot freeze always sees it.
+ */
+static bool track_mark_write(struct track_c *tc, struct bio *bio,
+			     struct track_bio *tb)
+{
+	struct track_bitset *active;
+	struct track_snap *snap;
+	bool deferred = false;
+
+	rcu_read_lock();
+	active = rcu_dereference(tc->active);
+	track_bitset_mark(active, tb->first, tb->last, GFP_NOWAIT);
+	snap = rcu_dereference(active->snap);
+	if (snap)
+		deferred = track_snap_defer(snap, bio, tb);
+	rcu_read_unlock();
+	return deferred;
+}
+
 /* Replace the active set; the old one is no longer marked on return. */
 static struct track_bitset *swap_active(struct track_c *tc,
 					struct track_bitset *bs)
@@ -100,7 +123,13 @@ static int track_flush_origin(struct track_c *tc, const char *what)
 	return r;
 }
 
-static int track_freeze(struct track_c *tc, u64 *epoch)
+/*
+ * Freeze; with SNAP (snapshot mode), the writes of the new epoch preserve
+ * the data of the frozen blocks they overwrite from the moment the new
+ * active set is published, so the frozen set reads as at that instant.
+ */
+static int track_freeze(struct track_c *tc, struct track_snap *snap,
+			u64 *epoch)
 {
 	struct track_bitset *fresh, *old;
 
@@ -108,6 +137,10 @@ static int track_freeze(struct track_c *tc, u64 *epoch)
 	if (!fresh)
 		return -ENOMEM;
 
+	/* A snapshot in progress ends: its epoch number is not reused. */
+	track_snap_drop(tc);
+	tc->snap_epoch = 0;
+	RCU_INIT_POINTER(fresh->snap, snap);
 	old = swap_active(tc, fresh);
 	if (tc->frozen)
 		track_bitset_merge(tc->frozen, old);
@@ -116,6 +149,8 @@ static int track_freeze(struct track_c *tc, u64 *epoch)
 	tc->frozen_epoch = tc->epoch++;
 	tc->set_seq++;
 	*epoch = tc->frozen_epoch;
+	if (snap)
+		track_snap_start(tc, snap);
 	/* The epoch is on disk before anyone can commit it. */
 	if (tc->md)
 		track_metadata_set_clean(tc, tc->state == TRACK_SUSPENDED);
@@ -129,6 +164,14 @@ static int track_commit(struct track_c *tc, bool has_epoch, u64 epoch,
 
 	if (!tc->frozen || (has_epoch && epoch != tc->frozen_epoch))
 		return -ESTALE;
+
+	if (commit && !track_snap_usable(tc)) {
+		DMERR("%s: commit refused: the snapshot of epoch %llu failed; abort it",
+		      track_name(tc), tc->frozen_epoch);
+		return -EIO;
+	}
+	track_snap_drop(tc);
+	tc->snap_epoch = 0;
 
 	if (commit) {
 		r = track_flush_origin(tc, "commit");
@@ -162,6 +205,10 @@ static int track_reset(struct track_c *tc, bool full)
 	if (!fresh)
 		return -ENOMEM;
 
+	/* A snapshot held in the old set: without clear, commit is refused. */
+	track_snap_drop(tc);
+	if (!full)
+		tc->snap_epoch = 0;
 	track_bitset_destroy(swap_active(tc, fresh));
 	tc->set_seq++;
 	if (!full) {
@@ -241,6 +288,31 @@ void track_unlock(struct track_c *tc)
 	kref_put(&tc->ref, track_release);
 }
 
+/* The ready track target of the mapped device DISK, with a reference. */
+struct track_c *track_get_by_disk(struct gendisk *disk)
+{
+	struct track_c *tc, *found = NULL;
+
+	mutex_lock(&track_devices_lock);
+	list_for_each_entry(tc, &track_devices, list) {
+		enum track_state st = READ_ONCE(tc->state);
+
+		if ((st == TRACK_LIVE || st == TRACK_SUSPENDED) &&
+		    dm_disk(dm_table_get_md(tc->ti->table)) == disk) {
+			kref_get(&tc->ref);
+			found = tc;
+			break;
+		}
+	}
+	mutex_unlock(&track_devices_lock);
+	return found;
+}
+
+void track_put(struct track_c *tc)
+{
+	kref_put(&tc->ref, track_release);
+}
+
 /* Does OLD track the same blocks of the same device as TC? */
 static bool same_geometry(struct track_c *tc, struct track_c *old)
 {
@@ -314,6 +386,9 @@ static bool track_take_over(struct track_c *tc)
 	if (!old)
 		return false;
 
+	/* Its snapshot ends here: the copier of that epoch must abort. */
+	track_snap_drop(old);
+
 	if (!same_geometry(tc, old)) {
 		lost = "the device, offset or block size changed";
 	} else {
@@ -344,6 +419,7 @@ static bool track_take_over(struct track_c *tc)
 		tc->committed_epoch = old->committed_epoch;
 		tc->id = old->id;
 	}
+	tc->snap_epoch = lost ? 0 : old->snap_epoch;
 	WRITE_ONCE(old->state, TRACK_HANDED_OVER);
 	track_unlock(old);
 
@@ -373,6 +449,9 @@ static void track_destroy(struct track_c *tc)
 {
 	unsigned int i;
 
+	if (rcu_access_pointer(tc->snap))
+		track_snap_drop(tc);
+	track_snap_exit(tc);
 	if (tc->md)
 		track_metadata_close(tc->md);
 	if (tc->md_dev)
@@ -512,6 +591,11 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	mutex_init(&tc->lock);
 	INIT_LIST_HEAD(&tc->list);
 	kref_init(&tc->ref);
+	r = track_snap_init(tc);
+	if (r) {
+		ti->error = "Cannot allocate the snapshot worker";
+		goto bad;
+	}
 
 	tc->argv = kcalloc(argc, sizeof(*tc->argv), GFP_KERNEL);
 	if (!tc->argv) {
@@ -653,11 +737,26 @@ static int track_map(struct dm_target *ti, struct bio *bio)
 	tb->first = offset >> tc->block_shift;
 	tb->last = (offset + bio_sectors(bio) - 1) >> tc->block_shift;
 	tb->marked = true;
-	track_mark(tc, tb->first, tb->last);
+	if (track_mark_write(tc, bio, tb))
+		return DM_MAPIO_SUBMITTED;
 
 	if (tc->md)
 		return track_metadata_admit(tc, bio, tb);
 	return DM_MAPIO_REMAPPED;
+}
+
+/* A write deferred by snapshot mode, its data preserved: let it go on. */
+void track_write_continue(struct track_c *tc, struct bio *bio,
+			  struct track_bio *tb)
+{
+	int r = DM_MAPIO_REMAPPED;
+
+	if (tc->md)
+		r = track_metadata_admit(tc, bio, tb);
+	if (r == DM_MAPIO_REMAPPED)
+		dm_submit_bio_remap(bio, NULL);
+	else if (r == DM_MAPIO_KILL)
+		bio_io_error(bio);
 }
 
 static int track_end_io(struct dm_target *ti, struct bio *bio,
@@ -755,13 +854,17 @@ out:
  *
  * <block size> <#blocks> <#dirty active> <#dirty frozen | -> <epoch>
  * <frozen epoch | -> <committed epoch> <memory> <metadata> <id>
+ * <snapshot> <preserved bytes> <snapshot limit>
  *
  * block size is in sectors, memory in bytes (both sets); metadata is "-"
  * without a metadata device, "ok", "failed" (a metadata write failed and
  * the stored state is marked invalid on disk: tracking in memory only) or
  * "unrecorded" (it failed and that is not on disk yet: writes that need a
  * new write-intent bit fail until it is); id is the uuid of the tracking
- * state, which a replica can use to know its source.
+ * state, which a replica can use to know its source. snapshot is "-" (the
+ * frozen epoch was not frozen in snapshot mode), "active" or "failed" (it
+ * cannot be committed: abort it); preserved bytes and the limit are "-"
+ * without a snapshot.
  */
 static const char * const persist_name[] = {
 	[TRACK_PERSIST_NONE] = "-",
@@ -805,6 +908,7 @@ static void track_status(struct dm_target *ti, status_type_t type,
 		else
 			DMEMIT(" %s", persist_name[track_metadata_state(tc->md)]);
 		DMEMIT(" %pUb", &tc->id);
+		track_snap_status(tc, result, maxlen, &sz);
 		mutex_unlock(&tc->lock);
 		break;
 
@@ -828,12 +932,55 @@ static void track_status(struct dm_target *ti, status_type_t type,
 /*
  * Messages:
  *   freeze              start a new epoch; prints the frozen epoch
+ *   freeze snapshot [<limit>]   and keep the frozen blocks readable as
+ *                       they were through a track-view device, preserving
+ *                       at most <limit> bytes (K, M, G suffixes)
  *   commit [<epoch>]    drop the frozen set (the replica has it)
  *   abort [<epoch>]     give the frozen set back to the active one
  *   clear               forget every dirty block, frozen ones too
  *   mark_all            mark every block dirty
  *   checkpoint          write the dirty set to the metadata device
  */
+static int track_freeze_message(struct track_c *tc, unsigned int argc,
+				char **argv, char *result, unsigned int maxlen)
+{
+	u64 limit = TRACK_SNAP_DEFAULT_LIMIT, epoch;
+	struct track_snap *snap = NULL;
+	char *end;
+	int r;
+
+	if (argc > 1) {
+		if (strcasecmp(argv[1], "snapshot")) {
+			DMERR("%s: freeze: unknown mode '%s' (snapshot is the only one)",
+			      track_name(tc), argv[1]);
+			return -EINVAL;
+		}
+		if (argc > 3) {
+			DMERR("%s: freeze snapshot takes at most a limit",
+			      track_name(tc));
+			return -EINVAL;
+		}
+		if (argc == 3) {
+			limit = memparse(argv[2], &end);
+			if (*end || end == argv[2] || !limit) {
+				DMERR("%s: freeze snapshot: invalid limit '%s' (bytes, K, M, G)",
+				      track_name(tc), argv[2]);
+				return -EINVAL;
+			}
+		}
+		snap = track_snap_create(tc, limit);
+		if (!snap)
+			return -ENOMEM;
+	}
+	r = track_freeze(tc, snap, &epoch);
+	if (r) {
+		kfree(snap);
+		return r;
+	}
+	scnprintf(result, maxlen, "%llu", epoch);
+	return 1;
+}
+
 /* One message, with tc->lock held; 1 when RESULT holds a reply. */
 static int track_do_message(struct track_c *tc, unsigned int argc,
 			    char **argv, char *result, unsigned int maxlen)
@@ -842,6 +989,10 @@ static int track_do_message(struct track_c *tc, unsigned int argc,
 	u64 epoch = 0;
 	int r;
 
+	if (!strcasecmp(argv[0], "freeze"))
+		return track_freeze_message(tc, argc, argv, result, maxlen);
+	if (argc > 2)
+		goto bad;
 	if (!strcasecmp(argv[0], "commit") || !strcasecmp(argv[0], "abort")) {
 		if (has_epoch && kstrtou64(argv[1], 10, &epoch)) {
 			DMERR("%s: invalid epoch '%s'", track_name(tc), argv[1]);
@@ -857,13 +1008,6 @@ static int track_do_message(struct track_c *tc, unsigned int argc,
 	if (argc != 1)
 		goto bad;
 
-	if (!strcasecmp(argv[0], "freeze")) {
-		r = track_freeze(tc, &epoch);
-		if (r)
-			return r;
-		scnprintf(result, maxlen, "%llu", epoch);
-		return 1;
-	}
 	if (!strcasecmp(argv[0], "clear"))
 		return track_reset(tc, false);
 	if (!strcasecmp(argv[0], "mark_all"))
@@ -889,8 +1033,8 @@ static int track_message(struct dm_target *ti, unsigned int argc,
 	unsigned int noio;
 	int r;
 
-	if (!argc || argc > 2) {
-		DMERR("%s: a message is a word and at most one argument",
+	if (!argc || argc > 3) {
+		DMERR("%s: a message is a word and at most two arguments",
 		      track_name(tc));
 		return -EINVAL;
 	}
@@ -940,17 +1084,25 @@ static int __init dm_track_init(void)
 	if (r)
 		return r;
 
+	r = track_view_register();
+	if (r)
+		goto bad_view;
 	r = track_netlink_init();
-	if (r) {
-		dm_unregister_target(&track_target);
-		return r;
-	}
+	if (r)
+		goto bad_netlink;
 	return 0;
+
+bad_netlink:
+	track_view_unregister();
+bad_view:
+	dm_unregister_target(&track_target);
+	return r;
 }
 
 static void __exit dm_track_exit(void)
 {
 	track_netlink_exit();
+	track_view_unregister();
 	dm_unregister_target(&track_target);
 }
 
@@ -958,4 +1110,5 @@ module_init(dm_track_init);
 module_exit(dm_track_exit);
 
 MODULE_DESCRIPTION(DM_NAME " target recording which blocks were written");
+MODULE_ALIAS("dm-track-view");
 MODULE_LICENSE("GPL");

@@ -40,6 +40,8 @@
 #define TRACK_MID_LEAVES	64
 #define TRACK_MID_FULL		((unsigned long **)1UL)
 
+struct track_snap;
+
 struct track_bitset {
 	u64 nr_blocks;
 	u64 nr_leaves;
@@ -47,6 +49,8 @@ struct track_bitset {
 	unsigned long ***mids;
 	atomic_long_t nr_pages;		/* allocated leaves */
 	atomic_long_t nr_mid_pages;	/* allocated groups */
+	/* As the active set: the snapshot its writes preserve data for. */
+	struct track_snap __rcu *snap;
 };
 
 struct track_bitset *track_bitset_create(u64 nr_blocks, bool full);
@@ -57,6 +61,7 @@ void track_bitset_merge(struct track_bitset *dst, struct track_bitset *src);
 struct track_bitset *track_bitset_resize(struct track_bitset *bs,
 					 u64 nr_blocks, bool dirty_new);
 u64 track_bitset_weight(struct track_bitset *bs);
+bool track_bitset_test(struct track_bitset *bs, u64 block);
 u64 track_bitset_memory(struct track_bitset *bs);
 bool track_bitset_next_run(struct track_bitset *bs, u64 pos, u64 *first,
 			   u64 *count);
@@ -90,6 +95,7 @@ struct track_bio {
 	bool marked;
 	bool counted;		/* in flight for a checkpoint generation */
 	u8 gen;
+	struct track_snap *snap;	/* deferred to preserve data for it */
 };
 
 /*
@@ -125,6 +131,16 @@ struct track_c {
 	uuid_t id;
 	enum track_state state;
 
+	/* Snapshot mode (dm-track-snap.c). */
+	struct track_snap __rcu *snap;	/* of the frozen epoch, or NULL */
+	u64 snap_epoch;			/* frozen with a snapshot, or 0 */
+	u64 snap_seq;			/* snapshots taken */
+	spinlock_t snap_lock;
+	struct bio_list snap_bios;	/* writes waiting for preservation */
+	struct work_struct snap_work;
+	struct workqueue_struct *snap_wq;
+	struct dm_io_client *snap_io;
+
 	struct track_metadata *md;	/* NULL without a metadata device */
 	struct dm_dev *md_dev;
 	sector_t region_sectors;	/* write-intent granularity */
@@ -144,6 +160,26 @@ struct track_c *track_lookup_lock(const char *name, const char *uuid,
 				  u64 serial);
 void track_unlock(struct track_c *tc);
 bool track_ready(struct track_c *tc);
+
+void track_write_continue(struct track_c *tc, struct bio *bio,
+			  struct track_bio *tb);
+struct track_c *track_get_by_disk(struct gendisk *disk);
+void track_put(struct track_c *tc);
+
+/* dm-track-snap.c */
+#define TRACK_SNAP_DEFAULT_LIMIT	(64ULL << 20)
+int track_snap_init(struct track_c *tc);
+void track_snap_exit(struct track_c *tc);
+struct track_snap *track_snap_create(struct track_c *tc, u64 limit);
+void track_snap_start(struct track_c *tc, struct track_snap *snap);
+void track_snap_drop(struct track_c *tc);
+bool track_snap_defer(struct track_snap *snap, struct bio *bio,
+		      struct track_bio *tb);
+bool track_snap_usable(struct track_c *tc);
+void track_snap_status(struct track_c *tc, char *result, unsigned int maxlen,
+		       ssize_t *szp);
+int track_view_register(void);
+void track_view_unregister(void);
 
 /* dm-track-metadata.c */
 int track_metadata_open(struct track_c *tc, struct dm_dev *dev,

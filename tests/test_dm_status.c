@@ -65,6 +65,31 @@ static void malformed_lines_are_refused(void **state)
 		assert_int_equal(-EPROTO, trk_dm_parse_status(bad[i], &st));
 }
 
+/* Snapshot mode adds three fields; a line without them has no snapshot. */
+static void snapshot_fields_parse(void **state)
+{
+	struct track_dm_status st;
+
+	assert_int_equal(0, trk_dm_parse_status(
+		"8 1024 0 512 3 2 1 900 - id active 65536 16777216", &st));
+	assert_int_equal(TRACK_DM_SNAP_ACTIVE, st.snapshot);
+	assert_int_equal(65536, st.snap_bytes);
+	assert_int_equal(16777216, st.snap_limit);
+	assert_int_equal(0, trk_dm_parse_status(
+		"8 1024 0 512 3 2 1 900 - id failed - -", &st));
+	assert_int_equal(TRACK_DM_SNAP_FAILED, st.snapshot);
+	assert_int_equal(0, trk_dm_parse_status(
+		"8 1024 0 - 3 - 1 900 - id - - -", &st));
+	assert_int_equal(TRACK_DM_SNAP_NONE, st.snapshot);
+	assert_int_equal(0, trk_dm_parse_status(
+		"8 1024 0 - 3 - 1 900 - id", &st));
+	assert_int_equal(TRACK_DM_SNAP_NONE, st.snapshot);
+	assert_int_equal(-EPROTO, trk_dm_parse_status(
+		"8 1024 0 - 3 - 1 900 - id maybe 1 2", &st));
+	assert_int_equal(-EPROTO, trk_dm_parse_status(
+		"8 1024 0 - 3 - 1 900 - id active x 2", &st));
+}
+
 /* Reserved space is for later versions: not zero, not accepted. */
 static void create_refuses_nonzero_reserved_fields(void **state)
 {
@@ -95,6 +120,7 @@ int main(void)
 		cmocka_unit_test(idle_device_parses),
 		cmocka_unit_test(frozen_epoch_and_metadata_parse),
 		cmocka_unit_test(malformed_lines_are_refused),
+		cmocka_unit_test(snapshot_fields_parse),
 		cmocka_unit_test(create_refuses_nonzero_reserved_fields),
 		cmocka_unit_test(create_refuses_a_bad_region_size),
 	};

@@ -46,12 +46,15 @@ static void usage(FILE *f)
 "  -n, --no-commit       leave the epoch frozen (dmtrack commit/abort it)\n"
 "  -P, --progress        progress on stderr even if it is not a terminal\n"
 "      --no-progress     no progress line\n"
+"  -S, --snapshot[=LIMIT]  copy the device as at the freeze (LIMIT: bytes)\n"
+"      --no-snapshot     read the live device (the default)\n"
 "  -v, --verbose         totals on stderr\n"
 "  -h, --help            this help\n"
 "Exit status: 0 ok, 1 failure (epoch aborted), 2 usage. See dmextract(1).\n");
 }
 
-enum { OPT_SOURCE_ID = 256, OPT_BASE, OPT_NEW, OPT_NO_PROGRESS };
+enum { OPT_SOURCE_ID = 256, OPT_BASE, OPT_NEW, OPT_NO_PROGRESS,
+       OPT_NO_SNAPSHOT };
 
 static const struct option longopts[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -66,6 +69,8 @@ static const struct option longopts[] = {
 	{ "no-commit", no_argument, NULL, 'n' },
 	{ "progress", no_argument, NULL, 'P' },
 	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+	{ "snapshot", optional_argument, NULL, 'S' },
+	{ "no-snapshot", no_argument, NULL, OPT_NO_SNAPSHOT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -158,7 +163,7 @@ int main(int argc, char **argv)
 	int c;
 
 	ds_prog = "dmextract";
-	while ((c = getopt_long(argc, argv, "ad:D:b:z::o:nPvh", longopts,
+	while ((c = getopt_long(argc, argv, "ad:D:b:z::o:nPS::vh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'a':
@@ -212,6 +217,14 @@ int main(int argc, char **argv)
 		case OPT_NO_PROGRESS:
 			o.progress = DS_PROGRESS_OFF;
 			break;
+		case 'S':
+			if (ds_parse_snapshot(optarg, &o))
+				return bad_usage("--snapshot=LIMIT is a size "
+						 "in bytes (K, M, G)");
+			break;
+		case OPT_NO_SNAPSHOT:
+			o.snapshot = DS_SNAP_OFF;
+			break;
 		case 'v':
 			o.verbose = true;
 			break;
@@ -227,6 +240,8 @@ int main(int argc, char **argv)
 		o.name = argv[optind++];
 	if (optind < argc)
 		return bad_usage("too many arguments");
+	if (o.snapshot && !o.name)
+		return bad_usage("--snapshot is for a dm-track NAME");
 	if (o.dirty && o.all)
 		return bad_usage("--dirty and --all exclude each other");
 	if (o.base_epoch > o.new_epoch ||

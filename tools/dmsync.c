@@ -58,13 +58,16 @@ static void usage(FILE *f)
 "  -z, --compress[=N]    deflate the stream (level N, default 1)\n"
 "  -P, --progress        progress on stderr even if it is not a terminal\n"
 "      --no-progress     no progress line\n"
+"  -S, --snapshot[=LIMIT]  as in dmextract(1); the default where the\n"
+"                        kernel's dm-track has snapshot mode\n"
+"      --no-snapshot     read the live device\n"
 "  -v, --verbose         totals from both sides\n"
 "  -h, --help            this help\n"
 "Exit status: 0 synced and committed, 1 failure (epoch aborted), 2 usage.\n");
 }
 
 enum { OPT_SOURCE_ID = 256, OPT_BASE, OPT_NEW, OPT_NO_PROGRESS,
-       OPT_DMMERGE };
+       OPT_DMMERGE, OPT_NO_SNAPSHOT };
 
 static const struct option longopts[] = {
 	{ "rsh", required_argument, NULL, 'e' },
@@ -82,6 +85,8 @@ static const struct option longopts[] = {
 	{ "compress", optional_argument, NULL, 'z' },
 	{ "progress", no_argument, NULL, 'P' },
 	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+	{ "snapshot", optional_argument, NULL, 'S' },
+	{ "no-snapshot", no_argument, NULL, OPT_NO_SNAPSHOT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -343,14 +348,15 @@ static int run(struct sync_opts *s)
 int main(int argc, char **argv)
 {
 	struct sync_opts s = {
-		.x = { .block_size = 4096, .progress = DS_PROGRESS_AUTO },
+		.x = { .block_size = 4096, .progress = DS_PROGRESS_AUTO,
+		       .snapshot = DS_SNAP_AUTO },
 	};
 	const char *colon, *slash;
 	uint64_t v;
 	int c;
 
 	ds_prog = "dmsync";
-	while ((c = getopt_long(argc, argv, "e:s:u:fad:D:b:z::Pvh", longopts,
+	while ((c = getopt_long(argc, argv, "e:s:u:fad:D:b:z::PS::vh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'e':
@@ -412,6 +418,14 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NO_PROGRESS:
 			s.x.progress = DS_PROGRESS_OFF;
+			break;
+		case 'S':
+			if (ds_parse_snapshot(optarg, &s.x))
+				return bad_usage("--snapshot=LIMIT is a size "
+						 "in bytes (K, M, G)");
+			break;
+		case OPT_NO_SNAPSHOT:
+			s.x.snapshot = DS_SNAP_OFF;
 			break;
 		case 'v':
 			s.x.verbose = true;

@@ -290,6 +290,30 @@ static int parse_u64_or_dash(const char *s, uint64_t *v)
 	return errno || *end || end == s ? -EPROTO : 0;
 }
 
+/* The snapshot fields after the first ten, absent before snapshot mode. */
+static int parse_snapshot(const char *line, struct track_dm_status *st)
+{
+	char f[3][64];
+	uint64_t v[2];
+	int i;
+
+	if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+		   "%63s %63s %63s", f[0], f[1], f[2]) != 3)
+		return 0;
+	for (i = 0; i < 2; i++)
+		if (parse_u64_or_dash(f[i + 1], &v[i]))
+			return -EPROTO;
+	if (!strcmp(f[0], "active"))
+		st->snapshot = TRACK_DM_SNAP_ACTIVE;
+	else if (!strcmp(f[0], "failed"))
+		st->snapshot = TRACK_DM_SNAP_FAILED;
+	else if (strcmp(f[0], "-"))
+		return -EPROTO;
+	st->snap_bytes = v[0];
+	st->snap_limit = v[1];
+	return 0;
+}
+
 /* Parse a status line of the track target (see dm-track.rst). */
 int trk_dm_parse_status(const char *line, struct track_dm_status *st)
 {
@@ -322,7 +346,7 @@ int trk_dm_parse_status(const char *line, struct track_dm_status *st)
 	if (strlen(f[9]) >= sizeof(st->track_id))
 		return -EPROTO;
 	memcpy(st->track_id, f[9], strlen(f[9]) + 1);
-	return 0;
+	return parse_snapshot(line, st);
 }
 
 TRACK_EXPORT int track_dm_get_status(struct track_dm *dm,
@@ -388,6 +412,89 @@ TRACK_EXPORT int track_dm_freeze(struct track_dm *dm, uint64_t *epoch)
 	if (r)
 		return r;
 	return parse_u64_or_dash(resp, epoch);
+}
+
+/* Does the kernel have target type NAME (loading no module)? */
+static int has_target(const char *name)
+{
+	struct dm_versions *target, *last;
+	struct dm_task *dmt;
+	int found = 0;
+
+	dmt = dm_task_create(DM_DEVICE_LIST_VERSIONS);
+	if (!dmt)
+		return 0;
+	if (dm_task_run(dmt)) {
+		target = dm_task_get_versions(dmt);
+		do {
+			last = target;
+			if (!strcmp(name, target->name)) {
+				found = 1;
+				break;
+			}
+			target = (struct dm_versions *)((char *)target +
+							target->next);
+		} while (last != target);
+	}
+	dm_task_destroy(dmt);
+	return found;
+}
+
+TRACK_EXPORT int track_dm_freeze_snapshot(struct track_dm *dm,
+					  uint64_t limit, uint64_t *epoch)
+{
+	char msg[64], resp[64];
+	int r;
+
+	if (limit)
+		snprintf(msg, sizeof(msg), "freeze snapshot %" PRIu64, limit);
+	else
+		snprintf(msg, sizeof(msg), "freeze snapshot");
+	r = dm_message(dm, msg, resp, sizeof(resp));
+	/* A target without snapshot mode refuses the argument. */
+	if (r == -EINVAL && !has_target("track-view"))
+		return -EOPNOTSUPP;
+	if (r)
+		return r;
+	return parse_u64_or_dash(resp, epoch);
+}
+
+TRACK_EXPORT int track_dm_view_create(struct track_dm *dm, const char *name)
+{
+	char params[sizeof(dm->path) + 1];
+	struct dm_task *dmt;
+	uint32_t cookie = 0;
+	uint64_t bytes;
+	int fd, r = 0;
+
+	if (!name || !*name || strlen(name) >= DM_NAME_LEN)
+		return -EINVAL;
+	if (!has_target("track-view"))
+		return -EOPNOTSUPP;
+	fd = open(dm->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = ioctl(fd, BLKGETSIZE64, &bytes) ? -errno : 0;
+	close(fd);
+	if (r)
+		return r;
+	snprintf(params, sizeof(params), "%s", dm->path);
+
+	dmt = dm_task_create(DM_DEVICE_CREATE);
+	if (!dmt)
+		return task_create_error();
+	if (!dm_task_set_name(dmt, name) || !dm_task_set_ro(dmt) ||
+	    !dm_task_add_target(dmt, 0, bytes / 512, "track-view", params) ||
+	    !dm_task_set_cookie(dmt, &cookie, 0)) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (!dm_task_run(dmt))
+		r = task_error(dmt);
+	dm_udev_wait(cookie);
+out:
+	dm_task_destroy(dmt);
+	return r;
 }
 
 static int epoch_message(struct track_dm *dm, const char *verb,

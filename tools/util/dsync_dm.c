@@ -38,6 +38,17 @@ static const char *dm_hint(int err)
 	}
 }
 
+int ds_parse_snapshot(const char *arg, struct ds_opts *o)
+{
+	uint64_t v = 0;
+
+	if (arg && (ds_parse_u64(arg, true, &v) || !v))
+		return -EINVAL;
+	o->snapshot = DS_SNAP_ON;
+	o->snapshot_limit = v;
+	return 0;
+}
+
 int ds_dm_probe(const char *name, char *msg, size_t msglen)
 {
 	struct track_dm_status st;
@@ -56,6 +67,44 @@ int ds_dm_probe(const char *name, char *msg, size_t msglen)
 
 int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
 		    size_t msglen)
+{
+	return ds_epoch_freeze_mode(name, e, DS_SNAP_OFF, 0, msg, msglen);
+}
+
+/*
+ * Create the view before the freeze: what probes a new device (udev's
+ * blkid) then reads it before there is a snapshot, and marks nothing read.
+ * Returns 0 with e->view set, 0 with it empty (AUTO on a kernel without
+ * snapshot mode), or -errno with MSG.
+ */
+static int view_create(struct track_dm *dm, struct ds_epoch *e,
+		       enum ds_snapshot mode, char *msg, size_t msglen)
+{
+	int ret;
+
+	snprintf(e->view, sizeof(e->view), "%.90s-view%ld", e->name,
+		 (long)getpid());
+	ret = track_dm_view_create(dm, e->view);
+	if (!ret) {
+		snprintf(e->path, sizeof(e->path), "/dev/mapper/%s", e->view);
+		return 0;
+	}
+	e->view[0] = 0;
+	if (ret == -EOPNOTSUPP && mode == DS_SNAP_AUTO)
+		return 0;
+	if (ret == -EOPNOTSUPP)
+		snprintf(msg, msglen, "%s: this kernel's dm-track has no "
+			 "snapshot mode (no track-view target); sync "
+			 "without --snapshot", e->name);
+	else
+		snprintf(msg, msglen, "%s: creating its snapshot view failed: "
+			 "%s", e->name, dm_hint(ret));
+	return ret;
+}
+
+int ds_epoch_freeze_mode(const char *name, struct ds_epoch *e,
+			 enum ds_snapshot mode, uint64_t limit, char *msg,
+			 size_t msglen)
 {
 	struct track_dm_status st;
 	struct track_dm *dm;
@@ -87,7 +136,15 @@ int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
 		goto fail;
 	}
 
-	ret = track_dm_freeze(dm, &e->epoch);
+	if (mode != DS_SNAP_OFF) {
+		ret = view_create(dm, e, mode, msg, msglen);
+		if (ret)
+			goto fail;
+	}
+	if (e->view[0])
+		ret = track_dm_freeze_snapshot(dm, limit, &e->epoch);
+	else
+		ret = track_dm_freeze(dm, &e->epoch);
 	if (ret) {
 		snprintf(msg, msglen, "%s: freezing the dirty set failed: %s",
 			 e->name, dm_hint(ret));
@@ -121,6 +178,9 @@ int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
 		 track_dm_uuid(dm) : e->name);
 	return 0;
 fail:
+	if (e->view[0])
+		track_dm_remove(e->view);
+	e->view[0] = 0;
 	if (e->lock_fd >= 0)
 		close(e->lock_fd);
 	e->lock_fd = -1;
@@ -140,10 +200,30 @@ int ds_epoch_for_each(struct ds_epoch *e,
 	return ret;
 }
 
+void ds_epoch_explain(struct ds_epoch *e)
+{
+	struct track_dm_status st;
+	char a[32];
+
+	if (!e->dm || !e->view[0] || track_dm_get_status(e->dm, &st) ||
+	    st.snapshot != TRACK_DM_SNAP_FAILED)
+		return;
+	ds_err("%s: the snapshot of epoch %" PRIu64 " failed (the data "
+	       "preserved for it reached its limit of %s, or see the kernel "
+	       "log): the copy is not an image of the freeze; aborting, the "
+	       "blocks stay dirty (raise --snapshot=LIMIT, or sync when "
+	       "fewer writes come)", e->name, e->epoch,
+	       ds_human(st.snap_limit, a, sizeof(a)));
+}
+
 int ds_epoch_commit(struct ds_epoch *e)
 {
 	int ret = track_dm_commit(e->dm, e->epoch);
 
+	if (ret == -EIO && e->view[0]) {
+		ds_epoch_explain(e);
+		return ret;
+	}
 	if (ret)
 		ds_err("%s: committing epoch %" PRIu64 " failed: %s; the "
 		       "replica has the blocks, the next sync sends them "
@@ -168,6 +248,9 @@ int ds_epoch_abort(struct ds_epoch *e)
 
 void ds_epoch_close(struct ds_epoch *e)
 {
+	if (e->view[0])
+		track_dm_remove(e->view);
+	e->view[0] = 0;
 	if (e->dm)
 		track_dm_free(e->dm);
 	e->dm = NULL;

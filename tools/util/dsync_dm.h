@@ -14,6 +14,13 @@
 
 #include "dsync_util.h"
 
+/* Snapshot mode: read the frozen image through a track-view device. */
+enum ds_snapshot {
+	DS_SNAP_OFF,		/* read the live device */
+	DS_SNAP_ON,		/* --snapshot: fail if the kernel cannot */
+	DS_SNAP_AUTO,		/* where the kernel's dm-track can */
+};
+
 struct ds_opts {
 	const char *name;	/* dm-track device */
 	const char *device;	/* --device PATH */
@@ -28,6 +35,8 @@ struct ds_opts {
 	bool no_commit;
 	bool verbose;
 	enum ds_progress_mode progress;
+	enum ds_snapshot snapshot;
+	uint64_t snapshot_limit;	/* 0: the kernel's default */
 };
 
 /* A frozen epoch of a dm-track device. */
@@ -42,7 +51,11 @@ struct ds_epoch {
 	uint64_t nr_blocks;
 	uint64_t dirty_blocks;	/* in the frozen set */
 	char source_id[TRACK_STREAM_ID_MAX + 1];
+	char view[128];		/* the track-view device read, or "" */
 };
+
+/* --snapshot[=LIMIT] into O; -EINVAL for a bad limit. */
+int ds_parse_snapshot(const char *arg, struct ds_opts *o);
 
 /* Is NAME a dm-track device we can drive? (Nothing is changed.) */
 int ds_dm_probe(const char *name, char *msg, size_t msglen);
@@ -50,6 +63,12 @@ int ds_dm_probe(const char *name, char *msg, size_t msglen);
 /* Open dm-track device NAME and freeze its active set. */
 int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
 		    size_t msglen);
+/* The same, in snapshot mode MODE: PATH is then a track-view device. */
+int ds_epoch_freeze_mode(const char *name, struct ds_epoch *e,
+			 enum ds_snapshot mode, uint64_t limit, char *msg,
+			 size_t msglen);
+/* After a failed copy: say so if it was the snapshot that failed. */
+void ds_epoch_explain(struct ds_epoch *e);
 /* Call FN for each run of the frozen set. */
 int ds_epoch_for_each(struct ds_epoch *e,
 		      int (*fn)(uint64_t first, uint64_t count, void *arg),

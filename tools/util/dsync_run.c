@@ -72,7 +72,9 @@ int ds_run_extract(const struct ds_opts *o, int out, struct ds_epoch *ep,
 	memset(ep, 0, sizeof(*ep));
 	ep->lock_fd = -1;
 	if (o->name) {
-		ret = ds_epoch_freeze(o->name, ep, msg, sizeof(msg));
+		ret = ds_epoch_freeze_mode(o->name, ep, o->snapshot,
+					   o->snapshot_limit, msg,
+					   sizeof(msg));
 		if (ret) {
 			ds_err("%s", msg);
 			return ret;
@@ -182,5 +184,7 @@ out:
 	track_extract_free(x);
 	track_stream_writer_free(w);
 	free(ext);
+	if (ret && o->name)
+		ds_epoch_explain(ep);
 	return ret;
 }

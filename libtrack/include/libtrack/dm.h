@@ -43,8 +43,17 @@ struct track_dm_status {
 	uint64_t mem_bytes;	/* memory the sets use */
 	enum track_dm_persist persist;
 	char track_id[40];	/* stable id of the tracking state (hex) */
-	uint32_t reserved0;	/* zero; later versions may fill these */
-	uint64_t reserved[8];
+	uint32_t snapshot;	/* enum track_dm_snapshot (since 2.1) */
+	uint64_t snap_bytes;	/* data preserved for the snapshot */
+	uint64_t snap_limit;	/* its limit in bytes */
+	uint64_t reserved[6];	/* zero; later versions may fill these */
+};
+
+/* The frozen epoch's snapshot (track_dm_freeze_snapshot()). */
+enum track_dm_snapshot {
+	TRACK_DM_SNAP_NONE = 0,		/* not frozen in snapshot mode */
+	TRACK_DM_SNAP_ACTIVE = 1,	/* the view reads the frozen image */
+	TRACK_DM_SNAP_FAILED = 2,	/* it did not hold: abort the epoch */
 };
 
 /* What track_dm_create() puts into the table line. */
@@ -93,6 +102,23 @@ int track_dm_get_status(struct track_dm *dm, struct track_dm_status *st);
  * frozen set that was never committed). *epoch receives the frozen epoch.
  */
 int track_dm_freeze(struct track_dm *dm, uint64_t *epoch);
+
+/*
+ * Freeze in snapshot mode (since 2.1): until the epoch is committed or
+ * aborted, a track-view device (track_dm_view_create()) reads every frozen
+ * block as it was at the freeze, preserving at most LIMIT bytes of
+ * overwritten data (0: the target's default). -EOPNOTSUPP if the kernel's
+ * dm-track has no snapshot mode.
+ */
+int track_dm_freeze_snapshot(struct track_dm *dm, uint64_t limit,
+			     uint64_t *epoch);
+
+/*
+ * Create the read-only track-view device NAME over DM (since 2.1); its
+ * node is /dev/mapper/NAME. Create it before freezing; remove it with
+ * track_dm_remove().
+ */
+int track_dm_view_create(struct track_dm *dm, const char *name);
 
 /* Drop the frozen set after the replica confirmed it; -ESTALE if EPOCH
  * is not the frozen epoch. */

@@ -1,0 +1,664 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Snapshot mode: "freeze snapshot" keeps the frozen blocks readable as they
+ * were at the freeze through a track-view device, while the application
+ * goes on writing them; when the preserved data reaches its limit the
+ * snapshot fails, never a write, and the epoch can only be aborted.
+ *
+ * With LIBTRACK_SNAP_BASELINE=1 the same checks run without snapshot mode
+ * (plain freeze, the copy read from the track device, as before): they
+ * fail, which is what the mode is for.
+ */
+#include <sys/mman.h>
+
+#include "kselftest_harness.h"
+#include "track_test.h"
+
+#define BS		4096ULL
+#define SECTORS		8192ULL			/* 4 MiB: 1024 blocks */
+#define NBLOCKS		(SECTORS * 512 / BS)
+#define FROZEN		512ULL			/* blocks 0..511 are frozen */
+#define VIEW_NAME	"lt-view"
+#define VIEW_PATH	"/dev/mapper/" VIEW_NAME
+#define SEED_FROZEN	1
+#define SEED_NEW	2
+
+static int baseline(void)
+{
+	const char *s = getenv("LIBTRACK_SNAP_BASELINE");
+
+	return s && *s == '1';
+}
+
+/* The device the copier reads: the view, or the track device itself. */
+static const char *copy_path(void)
+{
+	return baseline() ? TT_PATH : VIEW_PATH;
+}
+
+/* Send "freeze snapshot LIMIT" (or a plain freeze in baseline mode). */
+static int snap_freeze(const char *limit, uint64_t *epoch)
+{
+	char cmd[256], out[64] = "";
+	FILE *f;
+	int st;
+
+	if (baseline())
+		snprintf(cmd, sizeof(cmd), "dmsetup message %s 0 freeze",
+			 TT_NAME);
+	else
+		snprintf(cmd, sizeof(cmd),
+			 "dmsetup message %s 0 freeze snapshot %s", TT_NAME,
+			 limit);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	if (!fgets(out, sizeof(out), f))
+		out[0] = 0;
+	st = pclose(f);
+	if (st)
+		return -1;
+	*epoch = strtoull(out, NULL, 10);
+	return *epoch ? 0 : -1;
+}
+
+static int view_create(void)
+{
+	vm_run("dmsetup remove --noudevsync " VIEW_NAME " 2>/dev/null");
+	return vm_run("dmsetup create --noudevsync " VIEW_NAME
+		      " --table '0 %llu track-view " TT_PATH "'", SECTORS);
+}
+
+static void view_remove(void)
+{
+	vm_run("dmsetup remove --noudevsync " VIEW_NAME " 2>/dev/null");
+}
+
+/* The snapshot fields of the status line: state, preserved bytes, limit. */
+static int snap_status(char *state, size_t n, long long *bytes,
+		       long long *limit)
+{
+	char line[512], f[13][64];
+	FILE *p = popen("dmsetup status " TT_NAME, "r");
+	int k;
+
+	if (!p)
+		return -1;
+	if (!fgets(line, sizeof(line), p)) {
+		pclose(p);
+		return -1;
+	}
+	pclose(p);
+	/* <start> <len> track + 10 fields + 3 */
+	k = sscanf(line, "%*s %*s %*s %63s %63s %63s %63s %63s %63s %63s %63s %63s %63s %63s %63s %63s",
+		   f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9],
+		   f[10], f[11], f[12]);
+	if (k != 13)
+		return -1;
+	snprintf(state, n, "%s", f[10]);
+	*bytes = strcmp(f[11], "-") ? atoll(f[11]) : -1;
+	*limit = strcmp(f[12], "-") ? atoll(f[12]) : -1;
+	return 0;
+}
+
+/* Write SEED's pattern over blocks FIRST..FIRST+COUNT-1 of the track device. */
+static int write_blocks(unsigned int seed, uint64_t first, uint64_t count)
+{
+	size_t len = count * BS;
+	void *buf;
+	ssize_t n;
+	int fd;
+
+	if (posix_memalign(&buf, 4096, len))
+		return -1;
+	vm_fill(buf, len, seed, first * BS);
+	fd = open(TT_PATH, O_WRONLY | O_DIRECT);
+	if (fd < 0) {
+		free(buf);
+		return -1;
+	}
+	n = pwrite(fd, buf, len, first * BS);
+	close(fd);
+	free(buf);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+/* Does BUF hold SEED's pattern for LEN bytes at OFF? First bad offset or -1. */
+static long long first_mismatch(const unsigned char *buf, size_t len,
+				unsigned int seed, unsigned long long off)
+{
+	unsigned char *want = malloc(len);
+	long long bad = -1;
+	size_t i;
+
+	vm_fill(want, len, seed, off);
+	for (i = 0; i < len; i++)
+		if (buf[i] != want[i]) {
+			bad = off + i;
+			break;
+		}
+	free(want);
+	return bad;
+}
+
+FIXTURE(snap) {
+	struct track_dm *dm;
+};
+
+FIXTURE_SETUP(snap)
+{
+	struct track_dm_params p = {
+		.data_dev = VM_DISK_B, .length = SECTORS, .clean = 1,
+	};
+
+	TT_REQUIRE_TARGET();
+	if (!baseline() && !vm_dm_target_present("track-view"))
+		SKIP(return, "no track-view target: no snapshot mode");
+	view_remove();
+	tt_remove(TT_NAME);
+	ASSERT_EQ(0, track_dm_create(TT_NAME, &p));
+	ASSERT_EQ(0, track_dm_open(TT_NAME, &self->dm));
+	/* Before the freeze: a probe of the new view marks nothing read. */
+	if (!baseline())
+		ASSERT_EQ(0, view_create());
+}
+
+FIXTURE_TEARDOWN(snap)
+{
+	if (self->dm)
+		track_dm_free(self->dm);
+	view_remove();
+	tt_remove(TT_NAME);
+}
+
+/*
+ * Write a pattern, freeze in snapshot mode, then overwrite every frozen
+ * block and others while a slow copy reads the view block by block: every
+ * block read is the pre-freeze pattern. The next snapshot brings the new
+ * data, and the preserved bytes never exceed the frozen blocks written.
+ */
+TEST_F(snap, overwritten_frozen_blocks_read_as_at_freeze)
+{
+	long long bytes, limit, bad_at = -1;
+	uint64_t b, e, bad = 0;
+	struct track_dm_status st;
+	char state[64];
+	unsigned char *buf;
+	pid_t writer;
+	int fd, status;
+
+	ASSERT_EQ(0, write_blocks(SEED_FROZEN, 0, FROZEN));
+	ASSERT_EQ(0, snap_freeze("16M", &e));
+
+	/* Half overwritten before the copy starts, all of it during. */
+	ASSERT_EQ(0, write_blocks(SEED_NEW, 0, FROZEN / 2));
+	writer = fork();
+	ASSERT_LE(0, writer);
+	if (!writer) {
+		/* Every frozen block and the unfrozen ones, back to front. */
+		for (b = NBLOCKS; b-- > 0;)
+			if (write_blocks(SEED_NEW, b, 1))
+				_exit(1);
+		_exit(0);
+	}
+
+	ASSERT_EQ(0, posix_memalign((void **)&buf, 4096, BS));
+	fd = open(copy_path(), O_RDONLY | O_DIRECT);
+	ASSERT_LE(0, fd);
+	for (b = 0; b < FROZEN; b++) {
+		long long m;
+
+		ASSERT_EQ((ssize_t)BS, pread(fd, buf, BS, b * BS))
+			TH_LOG("reading block %" PRIu64 ": %m", b);
+		m = first_mismatch(buf, BS, SEED_FROZEN, b * BS);
+		if (m >= 0) {
+			if (!bad++)
+				bad_at = m;
+		}
+		usleep(2000);	/* a slow copy */
+	}
+	close(fd);
+	ASSERT_EQ(writer, waitpid(writer, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("an application write failed");
+	EXPECT_EQ(0, bad) TH_LOG("%" PRIu64 " of %llu frozen blocks were not the pre-freeze data (first at byte %lld)",
+				 bad, FROZEN, bad_at);
+
+	if (!baseline()) {
+		ASSERT_EQ(0, snap_status(state, sizeof(state), &bytes, &limit));
+		EXPECT_STREQ("active", state);
+		EXPECT_EQ(16LL << 20, limit);
+		/* Only frozen blocks written before the copy read them. */
+		EXPECT_GE((long long)(FROZEN * BS), bytes);
+		EXPECT_LT(0, bytes);
+		TH_LOG("preserved %lld bytes for %llu frozen blocks", bytes,
+		       FROZEN);
+	}
+	ASSERT_EQ(0, track_dm_commit(self->dm, e));
+
+	/* The next sync brings the new pattern. */
+	ASSERT_EQ(0, snap_freeze("16M", &e));
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
+	EXPECT_EQ(NBLOCKS, st.dirty_frozen);
+	fd = open(copy_path(), O_RDONLY | O_DIRECT);
+	ASSERT_LE(0, fd);
+	bad = 0;
+	for (b = 0; b < NBLOCKS; b++) {
+		ASSERT_EQ((ssize_t)BS, pread(fd, buf, BS, b * BS));
+		bad += first_mismatch(buf, BS, SEED_NEW, b * BS) >= 0;
+	}
+	close(fd);
+	EXPECT_EQ(0, bad);
+	ASSERT_EQ(0, track_dm_commit(self->dm, e));
+	free(buf);
+}
+
+/*
+ * A limit of 16 blocks, and every frozen block written: the snapshot
+ * fails, the writes do not. The view then fails reads, commit is refused,
+ * abort gives every block back, and the next snapshot converges.
+ */
+TEST_F(snap, limit_reached_fails_the_snapshot_not_the_writes)
+{
+	long long bytes, limit;
+	struct track_dm_status st;
+	unsigned char *buf;
+	char state[64];
+	uint64_t b, e;
+	ssize_t n;
+	int fd;
+
+	ASSERT_EQ(0, write_blocks(SEED_FROZEN, 0, FROZEN));
+	ASSERT_EQ(0, snap_freeze("64K", &e));
+
+	/* The copy has read a few blocks when the writes come. */
+	ASSERT_EQ(0, posix_memalign((void **)&buf, 4096, 4 * BS));
+	fd = open(copy_path(), O_RDONLY | O_DIRECT);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)(4 * BS), pread(fd, buf, 4 * BS, 0));
+	for (b = 0; b < NBLOCKS; b += 8)
+		ASSERT_EQ(0, write_blocks(SEED_NEW, b, 8))
+			TH_LOG("an application write failed at block %" PRIu64, b);
+
+	n = pread(fd, buf, BS, 100 * BS);
+	if (baseline()) {
+		/* Nothing says the copy is no longer the frozen image. */
+		EXPECT_EQ(-1, n) TH_LOG("the copy read on: block 100 is %s",
+					first_mismatch(buf, BS, SEED_FROZEN, 100 * BS) < 0 ?
+					"the frozen data" : "new data");
+		close(fd);
+		free(buf);
+		return;
+	}
+	EXPECT_EQ(-1, n);
+	EXPECT_EQ(EIO, errno);
+	close(fd);
+
+	ASSERT_EQ(0, snap_status(state, sizeof(state), &bytes, &limit));
+	EXPECT_STREQ("failed", state);
+	EXPECT_GE(64LL << 10, bytes);
+	EXPECT_EQ(64LL << 10, limit);
+	EXPECT_EQ(-EIO, track_dm_commit(self->dm, e));
+	ASSERT_EQ(0, track_dm_abort(self->dm, e));
+	ASSERT_EQ(0, snap_status(state, sizeof(state), &bytes, &limit));
+	EXPECT_STREQ("-", state);
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
+	EXPECT_EQ(NBLOCKS, st.dirty_active);
+
+	/* The next sync converges on what the application wrote. */
+	ASSERT_EQ(0, snap_freeze("16M", &e));
+	fd = open(copy_path(), O_RDONLY | O_DIRECT);
+	ASSERT_LE(0, fd);
+	for (b = 0; b < NBLOCKS; b++) {
+		ASSERT_EQ((ssize_t)BS, pread(fd, buf, BS, b * BS));
+		ASSERT_GT(0, first_mismatch(buf, BS, SEED_NEW, b * BS))
+			TH_LOG("block %" PRIu64 " after the retry", b);
+	}
+	close(fd);
+	ASSERT_EQ(0, track_dm_commit(self->dm, e));
+	free(buf);
+}
+
+/*
+ * Commit and abort drop the preserved data; a new freeze ends a snapshot
+ * whose copier went away, and its epoch can no longer be committed.
+ */
+TEST_F(snap, commit_abort_and_refreeze_drop_preserved_data)
+{
+	long long bytes, limit;
+	char state[64];
+	uint64_t e, e2;
+
+	if (baseline())
+		SKIP(return, "snapshot mode only");
+	ASSERT_EQ(0, write_blocks(SEED_FROZEN, 0, FROZEN));
+	ASSERT_EQ(0, snap_freeze("1M", &e));
+	ASSERT_EQ(0, write_blocks(SEED_NEW, 0, 16));
+	ASSERT_EQ(0, snap_status(state, sizeof(state), &bytes, &limit));
+	EXPECT_STREQ("active", state);
+	EXPECT_EQ(16 * BS, bytes);
+	EXPECT_EQ(1 << 20, limit);
+
+	ASSERT_EQ(0, snap_freeze("1M", &e2));
+	EXPECT_EQ(e + 1, e2);
+	ASSERT_EQ(0, snap_status(state, sizeof(state), &bytes, &limit));
+	EXPECT_EQ(0, bytes);
+	EXPECT_EQ(-ESTALE, track_dm_commit(self->dm, e));
+	ASSERT_EQ(0, write_blocks(SEED_FROZEN, 0, 4));
+	ASSERT_EQ(0, snap_status(state, sizeof(state), &bytes, &limit));
+	EXPECT_EQ(4 * BS, bytes);
+	ASSERT_EQ(0, track_dm_abort(self->dm, e2));
+	ASSERT_EQ(0, snap_status(state, sizeof(state), &bytes, &limit));
+	EXPECT_STREQ("-", state);
+	EXPECT_EQ(-1, bytes);
+
+	/* Bad limits are refused and change nothing. */
+	EXPECT_NE(0, vm_run("dmsetup message " TT_NAME " 0 freeze snapshot 12x 2>/dev/null"));
+	EXPECT_NE(0, vm_run("dmsetup message " TT_NAME " 0 freeze shapshot 2>/dev/null"));
+}
+
+/*
+ * View reads and application writes on the same blocks at once, on every
+ * CPU: writers write random runs, some of them partial blocks; readers
+ * read random runs, partial ones first and then each block whole once.
+ * Every byte read is the freeze-time pattern.
+ */
+#define ROUNDS	4
+#define RSPAN	8
+
+static int race_reader(int id, int nreaders, unsigned int seed)
+{
+	unsigned char *buf;
+	int fd, bad = 0;
+	uint64_t b;
+
+	if (posix_memalign((void **)&buf, 4096, RSPAN * BS))
+		return 2;
+	fd = open(copy_path(), O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return 2;
+	srand(seed * 31 + id);
+	/* Partial reads of this reader's blocks, none read whole yet. */
+	for (b = (uint64_t)id * RSPAN; b < FROZEN; b += nreaders * RSPAN) {
+		unsigned int s = rand() % 8, n = 1 + rand() % (8 - s);
+		off_t off = (b + rand() % RSPAN) * BS + s * 512;
+
+		if (pread(fd, buf, n * 512, off) != (ssize_t)(n * 512))
+			bad |= 4;
+		else if (first_mismatch(buf, n * 512, SEED_FROZEN, off) >= 0)
+			bad |= 1;
+	}
+	/* Then this reader's share, in runs of 1..RSPAN whole blocks. */
+	for (b = (uint64_t)id * RSPAN; b < FROZEN;) {
+		uint64_t chunk_end = b - b % RSPAN + RSPAN;
+		unsigned int n = 1 + rand() % (chunk_end - b);
+
+		if (pread(fd, buf, n * BS, b * BS) != (ssize_t)(n * BS))
+			bad |= 4;
+		else if (first_mismatch(buf, n * BS, SEED_FROZEN, b * BS) >= 0)
+			bad |= 1;
+		b += n;
+		if (b == chunk_end)
+			b += (uint64_t)(nreaders - 1) * RSPAN;
+	}
+	close(fd);
+	free(buf);
+	return bad;
+}
+
+static int race_writer(int id, volatile int *stop, unsigned int seed)
+{
+	unsigned char *buf;
+	int fd;
+
+	if (posix_memalign((void **)&buf, 4096, RSPAN * BS))
+		return 2;
+	fd = open(TT_PATH, O_WRONLY | O_DIRECT);
+	if (fd < 0)
+		return 2;
+	srand(seed * 17 + id + 1000);
+	while (!*stop) {
+		uint64_t s = rand() % (NBLOCKS * 8 - 8);
+		unsigned int n = 1 + rand() % (RSPAN * 8);
+		off_t off = s * 512;
+
+		if (s + n > NBLOCKS * 8)
+			n = NBLOCKS * 8 - s;
+		vm_fill(buf, n * 512, SEED_NEW + seed, off);
+		if (pwrite(fd, buf, n * 512, off) != (ssize_t)(n * 512)) {
+			close(fd);
+			return 3;
+		}
+	}
+	close(fd);
+	free(buf);
+	return 0;
+}
+
+TEST_F(snap, view_reads_race_writes_on_every_cpu)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int nproc = cpus < 2 ? 2 : cpus;
+	int round, i, failed_reads = 0, failed_writes = 0;
+	volatile int *stop;
+
+	TH_LOG("%ld CPUs online, %d readers and %d writers", cpus, nproc, nproc);
+	stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, (void *)stop);
+
+	for (round = 0; round < ROUNDS; round++) {
+		pid_t rd[64], wr[64];
+		uint64_t e;
+		int status;
+
+		ASSERT_EQ(0, write_blocks(SEED_FROZEN, 0, NBLOCKS));
+		ASSERT_EQ(0, snap_freeze("16M", &e));
+		*stop = 0;
+		for (i = 0; i < nproc; i++) {
+			wr[i] = fork();
+			ASSERT_LE(0, wr[i]);
+			if (!wr[i])
+				_exit(race_writer(i, stop, round));
+		}
+		for (i = 0; i < nproc; i++) {
+			rd[i] = fork();
+			ASSERT_LE(0, rd[i]);
+			if (!rd[i])
+				_exit(race_reader(i, nproc, round));
+		}
+		for (i = 0; i < nproc; i++) {
+			ASSERT_EQ(rd[i], waitpid(rd[i], &status, 0));
+			if (WEXITSTATUS(status))
+				TH_LOG("round %d reader %d: %s", round, i,
+				       WEXITSTATUS(status) & 1 ?
+				       "read data that is not the frozen image" :
+				       "a read failed");
+			failed_reads += !!WEXITSTATUS(status);
+		}
+		*stop = 1;
+		for (i = 0; i < nproc; i++) {
+			ASSERT_EQ(wr[i], waitpid(wr[i], &status, 0));
+			failed_writes += !!WEXITSTATUS(status);
+		}
+		ASSERT_EQ(0, track_dm_commit(self->dm, e));
+	}
+	EXPECT_EQ(0, failed_writes);
+	EXPECT_EQ(0, failed_reads);
+}
+
+/*
+ * Run "dmextract ARGS lt-track" into STREAM, reading its output slowly
+ * (DELAY_US per 64 KiB); once the first bytes came (the epoch is frozen),
+ * fork a writer that overwrites every block with SEED_NEW, the frozen ones
+ * first and back to front, so that it meets the copy halfway.
+ * Returns dmextract's exit status; *WRITES_OK whether every write worked.
+ */
+#define TSECTORS	98304ULL		/* 48 MiB */
+#define TBLOCKS		(TSECTORS * 512 / BS)
+#define TFROZEN		8192ULL			/* 32 MiB: more than dmextract reads ahead */
+#define CHUNK		65536
+
+static int extract_slowly(const char *args, const char *stream, int delay_us,
+			  int *writes_ok)
+{
+	char cmd[512], *buf = malloc(CHUNK);
+	pid_t x, writer = -1;
+	int p[2], out, st;
+	ssize_t n;
+
+	*writes_ok = 0;
+	if (!buf || pipe(p))
+		return -1;
+	snprintf(cmd, sizeof(cmd), "exec dmextract %s " TT_NAME " 2>/tmp/x.err",
+		 args);
+	x = fork();
+	if (x < 0)
+		return -1;
+	if (!x) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	out = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	while ((n = read(p[0], buf, CHUNK)) > 0) {
+		if (write(out, buf, n) != n)
+			break;
+		if (writer < 0) {
+			writer = fork();
+			if (!writer) {
+				uint64_t b;
+
+				/* The frozen blocks the copy reaches last first. */
+				for (b = TFROZEN; b-- > 0;)
+					if (write_blocks(SEED_NEW, b, 1))
+						_exit(1);
+				for (b = TFROZEN; b < TBLOCKS; b++)
+					if (write_blocks(SEED_NEW, b, 1))
+						_exit(1);
+				_exit(0);
+			}
+		}
+		usleep(delay_us);
+	}
+	close(p[0]);
+	close(out);
+	free(buf);
+	if (writer > 0 && waitpid(writer, &st, 0) == writer)
+		*writes_ok = WIFEXITED(st) && !WEXITSTATUS(st);
+	if (waitpid(x, &st, 0) != x || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/* Blocks FIRST..FIRST+COUNT-1 of PATH that do not hold SEED's pattern. */
+static uint64_t bad_blocks(const char *path, unsigned int seed, uint64_t first,
+			   uint64_t count)
+{
+	unsigned char buf[BS];
+	uint64_t b, bad = 0;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return count;
+	for (b = first; b < first + count; b++)
+		if (pread(fd, buf, BS, b * BS) != (ssize_t)BS ||
+		    first_mismatch(buf, BS, seed, b * BS) >= 0)
+			bad++;
+	close(fd);
+	return bad;
+}
+
+/* The tool tests need a frozen set larger than dmextract reads ahead. */
+static int big_device(struct track_dm **dm)
+{
+	struct track_dm_params p = {
+		.data_dev = VM_DISK_B, .length = TSECTORS, .clean = 1,
+	};
+
+	track_dm_free(*dm);
+	*dm = NULL;
+	view_remove();
+	tt_remove(TT_NAME);
+	if (track_dm_create(TT_NAME, &p))
+		return -1;
+	return track_dm_open(TT_NAME, dm);
+}
+
+#define REPLICA	"/tmp/snap-replica"
+#define STREAM	"/tmp/snap-stream"
+
+/*
+ * The tools: dmextract --snapshot copies slowly while every block is
+ * overwritten, and the replica is the pre-freeze pattern in every frozen
+ * block; the next sync brings the new pattern.
+ */
+TEST_F(snap, dmextract_snapshot_replica_is_the_freeze_image)
+{
+	int rc, writes_ok;
+
+	if (vm_run("command -v dmextract >/dev/null && command -v dmmerge >/dev/null"))
+		SKIP(return, "dmextract or dmmerge is not installed");
+	ASSERT_EQ(0, big_device(&self->dm));	/* dmextract makes its view */
+	ASSERT_EQ(0, vm_run("dd if=/dev/zero of=" REPLICA " bs=1M count=48 2>/dev/null"));
+	ASSERT_EQ(0, write_blocks(SEED_FROZEN, 0, TFROZEN));
+
+	rc = extract_slowly(baseline() ? "--no-snapshot" : "--snapshot=64M",
+			    STREAM, 20000, &writes_ok);
+	vm_run("sed 's/^/# dmextract: /' /tmp/x.err");
+	ASSERT_EQ(0, rc);
+	EXPECT_EQ(1, writes_ok);
+	ASSERT_EQ(0, vm_run("dmmerge " REPLICA " <" STREAM));
+	EXPECT_EQ(0, bad_blocks(REPLICA, SEED_FROZEN, 0, TFROZEN))
+		TH_LOG("frozen blocks of the replica that are not the pre-freeze data");
+
+	ASSERT_EQ(0, vm_run("dmextract %s " TT_NAME " >" STREAM,
+			    baseline() ? "--no-snapshot" : "--snapshot"));
+	ASSERT_EQ(0, vm_run("dmmerge " REPLICA " <" STREAM));
+	EXPECT_EQ(0, bad_blocks(REPLICA, SEED_NEW, 0, TBLOCKS));
+	unlink(STREAM);
+	unlink(REPLICA);
+}
+
+/*
+ * A snapshot limit the writes exceed mid-copy: dmextract says the snapshot
+ * failed and exits 1, the epoch is aborted, no write failed, and the next
+ * sync converges.
+ */
+TEST_F(snap, dmextract_snapshot_limit_fails_the_copy_clearly)
+{
+	struct track_dm_status st;
+	int rc, writes_ok;
+
+	if (baseline())
+		SKIP(return, "snapshot mode only");
+	if (vm_run("command -v dmextract >/dev/null && command -v dmmerge >/dev/null"))
+		SKIP(return, "dmextract or dmmerge is not installed");
+	ASSERT_EQ(0, big_device(&self->dm));
+	ASSERT_EQ(0, vm_run("dd if=/dev/zero of=" REPLICA " bs=1M count=48 2>/dev/null"));
+	ASSERT_EQ(0, write_blocks(SEED_FROZEN, 0, TFROZEN));
+
+	rc = extract_slowly("--snapshot=64K", STREAM, 20000, &writes_ok);
+	vm_run("sed 's/^/# dmextract: /' /tmp/x.err");
+	EXPECT_EQ(1, rc);
+	EXPECT_EQ(1, writes_ok) TH_LOG("an application write failed");
+	EXPECT_EQ(0, vm_run("grep -q 'snapshot of epoch .* failed' /tmp/x.err"));
+	EXPECT_EQ(0, vm_run("grep -q 'abort' /tmp/x.err"));
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
+	EXPECT_EQ(0, st.frozen_epoch);
+	EXPECT_EQ(TRACK_DM_SNAP_NONE, st.snapshot);
+	EXPECT_EQ(TBLOCKS, st.dirty_active);
+	EXPECT_NE(0, vm_run("dmsetup ls | grep -q '^" TT_NAME "-view'"))
+		TH_LOG("dmextract left its view device behind");
+
+	/* The next sync converges (the stream of the failed one is not used). */
+	ASSERT_EQ(0, vm_run("dmextract --snapshot " TT_NAME " >" STREAM));
+	ASSERT_EQ(0, vm_run("dmmerge " REPLICA " <" STREAM));
+	EXPECT_EQ(0, bad_blocks(REPLICA, SEED_NEW, 0, TBLOCKS));
+	unlink(STREAM);
+	unlink(REPLICA);
+}
+
+TEST_HARNESS_MAIN
