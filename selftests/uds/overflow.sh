@@ -41,7 +41,9 @@ while [ $i -lt 400 ]; do
 	echo "$i" >"$S/top$i"
 	i=$((i + 1))
 done
-if uds_wait_synced 60; then ok "SYNCFOLDER equals SAVINGBOX"; else
+# Converging, not its speed, is the promise: on a loaded VM reading 1,200
+# events and rescanning took longer than 60 s (it converged 20 s later).
+if uds_wait_synced 180; then ok "SYNCFOLDER equals SAVINGBOX"; else
 	not_ok "SYNCFOLDER equals SAVINGBOX"; fi
 check "the overflow was seen and answered with a rescan" \
 	[ "$(uds_status rescans)" -gt "$rescans" ]
