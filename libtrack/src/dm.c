@@ -85,16 +85,55 @@ static struct dm_task *task_for(int type, const struct track_dm *dm)
 	return dmt;
 }
 
+/*
+ * Create NAME with one target of SECTORS sectors and wait for udev.
+ * libdevmapper loses the errno of a failed create: check first.
+ */
+static int create_device(const char *name, const char *uuid, bool read_only,
+			 uint64_t sectors, const char *target,
+			 const char *params)
+{
+	struct dm_info info;
+	struct dm_task *dmt;
+	uint32_t cookie = 0;
+	int r = 0;
+
+	dmt = dm_task_create(DM_DEVICE_INFO);
+	if (!dmt)
+		return task_create_error();
+	if (dm_task_set_name(dmt, name) && dm_task_run(dmt) &&
+	    dm_task_get_info(dmt, &info) && info.exists) {
+		dm_task_destroy(dmt);
+		return -EEXIST;
+	}
+	dm_task_destroy(dmt);
+
+	dmt = dm_task_create(DM_DEVICE_CREATE);
+	if (!dmt)
+		return task_create_error();
+	if (!dm_task_set_name(dmt, name) ||
+	    (uuid && !dm_task_set_uuid(dmt, uuid)) ||
+	    (read_only && !dm_task_set_ro(dmt)) ||
+	    !dm_task_add_target(dmt, 0, sectors, target, params) ||
+	    !dm_task_set_cookie(dmt, &cookie, 0)) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (!dm_task_run(dmt))
+		r = task_error(dmt);
+	dm_udev_wait(cookie);
+out:
+	dm_task_destroy(dmt);
+	return r;
+}
+
 TRACK_EXPORT int track_dm_create(const char *name,
 				 const struct track_dm_params *p)
 {
 	uint64_t length;
 	uint32_t bs;
-	struct dm_info info;
 	char params[4096];
-	struct dm_task *dmt;
-	uint32_t cookie = 0;
-	int n, r = 0;
+	int n;
 
 	dm_setup();
 	if (!name || !*name || strlen(name) >= DM_NAME_LEN || !p ||
@@ -107,6 +146,7 @@ TRACK_EXPORT int track_dm_create(const char *name,
 
 	if (!length) {
 		uint64_t bytes;
+		int r;
 		struct stat st;
 		int fd = open(p->data_dev, O_RDONLY | O_CLOEXEC);
 
@@ -143,33 +183,7 @@ TRACK_EXPORT int track_dm_create(const char *name,
 	if (n >= (int)sizeof(params))
 		return -ENAMETOOLONG;
 
-	/* libdevmapper loses the errno of a failed create: check first. */
-	dmt = dm_task_create(DM_DEVICE_INFO);
-	if (!dmt)
-		return task_create_error();
-	if (dm_task_set_name(dmt, name) && dm_task_run(dmt) &&
-	    dm_task_get_info(dmt, &info) && info.exists) {
-		dm_task_destroy(dmt);
-		return -EEXIST;
-	}
-	dm_task_destroy(dmt);
-
-	dmt = dm_task_create(DM_DEVICE_CREATE);
-	if (!dmt)
-		return task_create_error();
-	if (!dm_task_set_name(dmt, name) ||
-	    (p->uuid && !dm_task_set_uuid(dmt, p->uuid)) ||
-	    !dm_task_add_target(dmt, 0, length, "track", params) ||
-	    !dm_task_set_cookie(dmt, &cookie, 0)) {
-		r = -ENOMEM;
-		goto out;
-	}
-	if (!dm_task_run(dmt))
-		r = task_error(dmt);
-	dm_udev_wait(cookie);
-out:
-	dm_task_destroy(dmt);
-	return r;
+	return create_device(name, p->uuid, false, length, "track", params);
 }
 
 TRACK_EXPORT int track_dm_remove(const char *name)
@@ -462,10 +476,8 @@ TRACK_EXPORT int track_dm_freeze_snapshot(struct track_dm *dm,
 TRACK_EXPORT int track_dm_view_create(struct track_dm *dm, const char *name)
 {
 	char params[sizeof(dm->path) + 1];
-	struct dm_task *dmt;
-	uint32_t cookie = 0;
 	uint64_t bytes;
-	int fd, r = 0;
+	int fd, r;
 
 	if (!name || !*name || strlen(name) >= DM_NAME_LEN)
 		return -EINVAL;
@@ -479,22 +491,8 @@ TRACK_EXPORT int track_dm_view_create(struct track_dm *dm, const char *name)
 	if (r)
 		return r;
 	snprintf(params, sizeof(params), "%s", dm->path);
-
-	dmt = dm_task_create(DM_DEVICE_CREATE);
-	if (!dmt)
-		return task_create_error();
-	if (!dm_task_set_name(dmt, name) || !dm_task_set_ro(dmt) ||
-	    !dm_task_add_target(dmt, 0, bytes / 512, "track-view", params) ||
-	    !dm_task_set_cookie(dmt, &cookie, 0)) {
-		r = -ENOMEM;
-		goto out;
-	}
-	if (!dm_task_run(dmt))
-		r = task_error(dmt);
-	dm_udev_wait(cookie);
-out:
-	dm_task_destroy(dmt);
-	return r;
+	return create_device(name, NULL, true, bytes / 512, "track-view",
+			     params);
 }
 
 static int epoch_message(struct track_dm *dm, const char *verb,

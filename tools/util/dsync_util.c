@@ -7,11 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/fs.h>
 
 #include <libtrack.h>
 
@@ -153,63 +150,6 @@ ssize_t ds_write_all(int fd, const void *buf, size_t len)
 		done += n;
 	}
 	return len;
-}
-
-int ds_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const char *p = buf;
-	ssize_t n;
-
-	while (len) {
-		n = pwrite(fd, p, len, off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= n;
-		off += n;
-	}
-	return 0;
-}
-
-int ds_pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	char *p = buf;
-	ssize_t n;
-
-	while (len) {
-		n = pread(fd, p, len, off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= n;
-		off += n;
-	}
-	return 0;
-}
-
-int ds_fd_size(int fd, uint64_t *size)
-{
-	struct stat st;
-
-	if (fstat(fd, &st))
-		return -errno;
-	if (S_ISBLK(st.st_mode))
-		return ioctl(fd, BLKGETSIZE64, size) ? -errno : 0;
-	if (S_ISREG(st.st_mode)) {
-		*size = st.st_size;
-		return 0;
-	}
-	return -ENOTBLK;
 }
 
 void ds_progress_init(struct ds_progress *p, enum ds_progress_mode mode,

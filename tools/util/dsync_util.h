@@ -55,13 +55,6 @@ void ds_block_signals(bool block);
  * is set, then -EINTR.
  */
 ssize_t ds_write_all(int fd, const void *buf, size_t len);
-/* pwrite()/pread() all of it or fail (-errno, -EIO for a short read). */
-int ds_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
-int ds_pread_all(int fd, void *buf, size_t len, uint64_t off);
-
-/* Size of a block device or regular file; -errno. */
-int ds_fd_size(int fd, uint64_t *size);
-
 /* A progress line on stderr. */
 enum ds_progress_mode { DS_PROGRESS_AUTO, DS_PROGRESS_ON, DS_PROGRESS_OFF };
 struct ds_progress {
