@@ -60,6 +60,8 @@ static void usage(FILE *f)
 "      --no-progress     no progress line\n"
 "  -S, --snapshot[=LIMIT]  as in dmextract(1); the default where the\n"
 "                        kernel's dm-track has snapshot mode\n"
+"      --fsfreeze MNT    freeze the file system mounted on MNT (FIFREEZE)\n"
+"                        for the instant of the dm-track freeze: a clean image\n"
 "      --no-snapshot     read the live device\n"
 "  -v, --verbose         totals from both sides\n"
 "  -h, --help            this help\n"
@@ -67,7 +69,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_SOURCE_ID = 256, OPT_BASE, OPT_NEW, OPT_NO_PROGRESS,
-       OPT_DMMERGE, OPT_NO_SNAPSHOT };
+       OPT_DMMERGE, OPT_NO_SNAPSHOT, OPT_FSFREEZE };
 
 static const struct option longopts[] = {
 	{ "rsh", required_argument, NULL, 'e' },
@@ -87,6 +89,7 @@ static const struct option longopts[] = {
 	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 	{ "snapshot", optional_argument, NULL, 'S' },
 	{ "no-snapshot", no_argument, NULL, OPT_NO_SNAPSHOT },
+	{ "fsfreeze", required_argument, NULL, OPT_FSFREEZE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -427,6 +430,9 @@ int main(int argc, char **argv)
 		case OPT_NO_SNAPSHOT:
 			s.x.snapshot = DS_SNAP_OFF;
 			break;
+		case OPT_FSFREEZE:
+			s.x.fsfreeze = optarg;
+			break;
 		case 'v':
 			s.x.verbose = true;
 			break;
@@ -456,6 +462,9 @@ int main(int argc, char **argv)
 	if (s.x.base_epoch > s.x.new_epoch ||
 	    (s.x.base_epoch == s.x.new_epoch && s.x.new_epoch))
 		return bad_usage("--base-epoch must be below --new-epoch");
+	if (s.x.fsfreeze && !s.x.name)
+		return bad_usage("--fsfreeze is for a dm-track NAME (with "
+				 "--dirty, freeze the file system yourself)");
 	if ((s.x.base_epoch || s.x.new_epoch) && s.x.name)
 		return bad_usage("--base-epoch and --new-epoch are for "
 				 "--device; dm-track keeps its own epochs");
