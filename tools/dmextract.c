@@ -44,11 +44,9 @@ static void usage(FILE *f)
 "  -z, --compress[=N]    deflate the stream (level N, 1-9, default 1)\n"
 "  -o, --output FILE     write to FILE (synced before the commit)\n"
 "  -n, --no-commit       leave the epoch frozen (dmtrack commit/abort it)\n"
-"  -P, --progress        progress on stderr even if it is not a terminal\n"
-"      --no-progress     no progress line\n"
+"  -P, --progress        progress on stderr (--no-progress: none)\n"
 "  -S, --snapshot[=LIMIT]  copy the device as at the freeze (LIMIT: bytes)\n"
-"      --fsfreeze MNT    freeze the file system mounted on MNT (FIFREEZE)\n"
-"                        for the instant of the dm-track freeze: a clean image\n"
+"      --fsfreeze MNT    FIFREEZE the file system on MNT for the freeze\n"
 "      --no-snapshot     read the live device (the default)\n"
 "  -v, --verbose         totals on stderr\n"
 "  -h, --help            this help\n"
@@ -251,6 +249,14 @@ int main(int argc, char **argv)
 	if (o.fsfreeze && !o.name)
 		return bad_usage("--fsfreeze is for a dm-track NAME (with "
 				 "--dirty, freeze the file system yourself)");
+	if (o.fsfreeze) {
+		char msg[512];
+		int fd = ds_fs_check(o.fsfreeze, msg, sizeof(msg));
+
+		if (fd < 0)
+			return bad_usage(msg);
+		close(fd);
+	}
 	if (o.dirty && o.all)
 		return bad_usage("--dirty and --all exclude each other");
 	if (o.base_epoch > o.new_epoch ||

@@ -56,12 +56,10 @@ static void usage(FILE *f)
 "  -d, --dirty FILE, -D, --device PATH, -b, --block-size N, --source-id ID,\n"
 "  --base-epoch N, --new-epoch N    as in dmextract(1)\n"
 "  -z, --compress[=N]    deflate the stream (level N, default 1)\n"
-"  -P, --progress        progress on stderr even if it is not a terminal\n"
-"      --no-progress     no progress line\n"
+"  -P, --progress        progress on stderr (--no-progress: none)\n"
 "  -S, --snapshot[=LIMIT]  as in dmextract(1); the default where the\n"
 "                        kernel's dm-track has snapshot mode\n"
-"      --fsfreeze MNT    freeze the file system mounted on MNT (FIFREEZE)\n"
-"                        for the instant of the dm-track freeze: a clean image\n"
+"      --fsfreeze MNT    FIFREEZE the file system on MNT for the freeze\n"
 "      --no-snapshot     read the live device\n"
 "  -v, --verbose         totals from both sides\n"
 "  -h, --help            this help\n"
@@ -465,6 +463,14 @@ int main(int argc, char **argv)
 	if (s.x.fsfreeze && !s.x.name)
 		return bad_usage("--fsfreeze is for a dm-track NAME (with "
 				 "--dirty, freeze the file system yourself)");
+	if (s.x.fsfreeze) {
+		char msg[512];
+		int fd = ds_fs_check(s.x.fsfreeze, msg, sizeof(msg));
+
+		if (fd < 0)
+			return bad_usage(msg);
+		close(fd);
+	}
 	if ((s.x.base_epoch || s.x.new_epoch) && s.x.name)
 		return bad_usage("--base-epoch and --new-epoch are for "
 				 "--device; dm-track keeps its own epochs");
