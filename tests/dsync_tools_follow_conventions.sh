@@ -51,4 +51,22 @@ usage_fails dmmerge a b
 usage_fails dmsync vm1
 usage_fails dmsync --rsh ssh vm1 /local/path
 usage_fails dmsync vm1 host:
+usage_fails dmsync --fsfreeze "$TMP" --dirty x --device y vm1:/t
+
+# --fsfreeze names a mount point: anything else is refused before dm-track
+# is touched, with a message that says so.
+for t in dmsync dmextract; do
+	"$t" --fsfreeze "$TMP" vm1 $([ $t = dmsync ] && echo /t) \
+		>/dev/null 2>"$TMP/err"
+	rc=$?
+	[ $rc = 2 ] && grep -q "$TMP: not a mount point" "$TMP/err" &&
+		ok "$t --fsfreeze refuses a directory that is not a mount point" ||
+		not_ok "$t --fsfreeze on a plain directory: exit $rc: $(cat "$TMP/err")"
+	"$t" --fsfreeze /etc/hostname vm1 $([ $t = dmsync ] && echo /t) \
+		>/dev/null 2>"$TMP/err"
+	rc=$?
+	[ $rc = 2 ] && grep -q "give the directory" "$TMP/err" &&
+		ok "$t --fsfreeze refuses a file" ||
+		not_ok "$t --fsfreeze on a file: exit $rc: $(cat "$TMP/err")"
+done
 done_testing

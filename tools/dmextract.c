@@ -44,9 +44,9 @@ static void usage(FILE *f)
 "  -z, --compress[=N]    deflate the stream (level N, 1-9, default 1)\n"
 "  -o, --output FILE     write to FILE (synced before the commit)\n"
 "  -n, --no-commit       leave the epoch frozen (dmtrack commit/abort it)\n"
-"  -P, --progress        progress on stderr even if it is not a terminal\n"
-"      --no-progress     no progress line\n"
+"  -P, --progress        progress on stderr (--no-progress: none)\n"
 "  -S, --snapshot[=LIMIT]  copy the device as at the freeze (LIMIT: bytes)\n"
+"      --fsfreeze MNT    FIFREEZE the file system on MNT for the freeze\n"
 "      --no-snapshot     read the live device (the default)\n"
 "  -v, --verbose         totals on stderr\n"
 "  -h, --help            this help\n"
@@ -54,7 +54,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_SOURCE_ID = 256, OPT_BASE, OPT_NEW, OPT_NO_PROGRESS,
-       OPT_NO_SNAPSHOT };
+       OPT_NO_SNAPSHOT, OPT_FSFREEZE };
 
 static const struct option longopts[] = {
 	{ "all", no_argument, NULL, 'a' },
@@ -71,6 +71,7 @@ static const struct option longopts[] = {
 	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 	{ "snapshot", optional_argument, NULL, 'S' },
 	{ "no-snapshot", no_argument, NULL, OPT_NO_SNAPSHOT },
+	{ "fsfreeze", required_argument, NULL, OPT_FSFREEZE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -225,6 +226,9 @@ int main(int argc, char **argv)
 		case OPT_NO_SNAPSHOT:
 			o.snapshot = DS_SNAP_OFF;
 			break;
+		case OPT_FSFREEZE:
+			o.fsfreeze = optarg;
+			break;
 		case 'v':
 			o.verbose = true;
 			break;
@@ -242,6 +246,17 @@ int main(int argc, char **argv)
 		return bad_usage("too many arguments");
 	if (o.snapshot && !o.name)
 		return bad_usage("--snapshot is for a dm-track NAME");
+	if (o.fsfreeze && !o.name)
+		return bad_usage("--fsfreeze is for a dm-track NAME (with "
+				 "--dirty, freeze the file system yourself)");
+	if (o.fsfreeze) {
+		char msg[512];
+		int fd = ds_fs_check(o.fsfreeze, msg, sizeof(msg));
+
+		if (fd < 0)
+			return bad_usage(msg);
+		close(fd);
+	}
 	if (o.dirty && o.all)
 		return bad_usage("--dirty and --all exclude each other");
 	if (o.base_epoch > o.new_epoch ||

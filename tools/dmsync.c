@@ -56,10 +56,10 @@ static void usage(FILE *f)
 "  -d, --dirty FILE, -D, --device PATH, -b, --block-size N, --source-id ID,\n"
 "  --base-epoch N, --new-epoch N    as in dmextract(1)\n"
 "  -z, --compress[=N]    deflate the stream (level N, default 1)\n"
-"  -P, --progress        progress on stderr even if it is not a terminal\n"
-"      --no-progress     no progress line\n"
+"  -P, --progress        progress on stderr (--no-progress: none)\n"
 "  -S, --snapshot[=LIMIT]  as in dmextract(1); the default where the\n"
 "                        kernel's dm-track has snapshot mode\n"
+"      --fsfreeze MNT    FIFREEZE the file system on MNT for the freeze\n"
 "      --no-snapshot     read the live device\n"
 "  -v, --verbose         totals from both sides\n"
 "  -h, --help            this help\n"
@@ -67,7 +67,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_SOURCE_ID = 256, OPT_BASE, OPT_NEW, OPT_NO_PROGRESS,
-       OPT_DMMERGE, OPT_NO_SNAPSHOT };
+       OPT_DMMERGE, OPT_NO_SNAPSHOT, OPT_FSFREEZE };
 
 static const struct option longopts[] = {
 	{ "rsh", required_argument, NULL, 'e' },
@@ -87,6 +87,7 @@ static const struct option longopts[] = {
 	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 	{ "snapshot", optional_argument, NULL, 'S' },
 	{ "no-snapshot", no_argument, NULL, OPT_NO_SNAPSHOT },
+	{ "fsfreeze", required_argument, NULL, OPT_FSFREEZE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -427,6 +428,9 @@ int main(int argc, char **argv)
 		case OPT_NO_SNAPSHOT:
 			s.x.snapshot = DS_SNAP_OFF;
 			break;
+		case OPT_FSFREEZE:
+			s.x.fsfreeze = optarg;
+			break;
 		case 'v':
 			s.x.verbose = true;
 			break;
@@ -456,6 +460,17 @@ int main(int argc, char **argv)
 	if (s.x.base_epoch > s.x.new_epoch ||
 	    (s.x.base_epoch == s.x.new_epoch && s.x.new_epoch))
 		return bad_usage("--base-epoch must be below --new-epoch");
+	if (s.x.fsfreeze && !s.x.name)
+		return bad_usage("--fsfreeze is for a dm-track NAME (with "
+				 "--dirty, freeze the file system yourself)");
+	if (s.x.fsfreeze) {
+		char msg[512];
+		int fd = ds_fs_check(s.x.fsfreeze, msg, sizeof(msg));
+
+		if (fd < 0)
+			return bad_usage(msg);
+		close(fd);
+	}
 	if ((s.x.base_epoch || s.x.new_epoch) && s.x.name)
 		return bad_usage("--base-epoch and --new-epoch are for "
 				 "--device; dm-track keeps its own epochs");

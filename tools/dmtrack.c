@@ -8,9 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libtrack.h>
 #include <libtrack/dm.h>
+
+#include "dsync_util.h"
 
 static const char usage_text[] =
 "Usage: dmtrack COMMAND NAME [ARGS]\n"
@@ -21,7 +24,9 @@ static const char usage_text[] =
 "  status NAME [--json] block size, dirty blocks, epochs, memory\n"
 "  list NAME [--frozen] [--ranges]\n"
 "                      dirty block numbers, one per line (or FIRST-LAST)\n"
-"  freeze NAME         start a new epoch; prints the frozen epoch\n"
+"  freeze NAME [--fsfreeze MOUNTPOINT]\n"
+"                      start a new epoch; prints the frozen epoch (with\n"
+"                      --fsfreeze, the file system on it is frozen for it)\n"
 "  commit NAME EPOCH   the replica has the frozen epoch: drop it\n"
 "  abort NAME EPOCH    the sync failed: give the frozen blocks back\n"
 "  clear NAME          forget every dirty block (replica is identical)\n"
@@ -249,6 +254,42 @@ static int cmd_list(struct track_dm *dm, int argc, char **argv)
 	return 0;
 }
 
+/*
+ * Freeze DM's dirty set; with MNT, inside a FIFREEZE of the file system
+ * mounted there (only the freeze message: the thaw follows whatever
+ * happened, with SIGINT/SIGTERM/SIGHUP blocked in between).
+ */
+static int cmd_freeze(struct track_dm *dm, const char *mnt, uint64_t *epoch)
+{
+	char msg[512];
+	int fd, r, t;
+
+	if (!mnt)
+		return track_dm_freeze(dm, epoch);
+	fd = ds_fs_check(mnt, msg, sizeof(msg));
+	if (fd < 0) {
+		fprintf(stderr, "dmtrack: %s\n", msg);
+		exit(fd == -EINVAL || fd == -ENOTDIR || fd == -ENOENT ? 2 : 1);
+	}
+	r = ds_fs_freeze(fd, mnt, msg, sizeof(msg));
+	if (r) {
+		fprintf(stderr, "dmtrack: %s\n", msg);
+		exit(1);
+	}
+	r = track_dm_freeze(dm, epoch);
+	t = ds_fs_thaw(fd, mnt, msg, sizeof(msg));
+	close(fd);
+	if (t) {
+		fprintf(stderr, "dmtrack: %s\n", msg);
+		if (!r)
+			fprintf(stderr, "dmtrack: epoch %" PRIu64 " was "
+				"frozen; 'dmtrack abort' gives it back\n",
+				*epoch);
+		exit(1);
+	}
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd, *name;
@@ -294,9 +335,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "list")) {
 		r = cmd_list(dm, argc - 3, argv + 3);
 	} else if (!strcmp(cmd, "freeze")) {
-		if (argc != 3)
+		if (argc != 3 && (argc != 5 || strcmp(argv[3], "--fsfreeze")))
 			usage(2);
-		r = track_dm_freeze(dm, &epoch);
+		r = cmd_freeze(dm, argc == 5 ? argv[4] : NULL, &epoch);
 		if (r)
 			fail("cannot freeze", name, r);
 		printf("%" PRIu64 "\n", epoch);

@@ -68,7 +68,8 @@ int ds_dm_probe(const char *name, char *msg, size_t msglen)
 int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
 		    size_t msglen)
 {
-	return ds_epoch_freeze_mode(name, e, DS_SNAP_OFF, 0, msg, msglen);
+	return ds_epoch_freeze_mode(name, e, DS_SNAP_OFF, 0, NULL, msg,
+				    msglen);
 }
 
 /*
@@ -103,18 +104,26 @@ static int view_create(struct track_dm *dm, struct ds_epoch *e,
 }
 
 int ds_epoch_freeze_mode(const char *name, struct ds_epoch *e,
-			 enum ds_snapshot mode, uint64_t limit, char *msg,
-			 size_t msglen)
+			 enum ds_snapshot mode, uint64_t limit,
+			 const char *fsfreeze, char *msg, size_t msglen)
 {
 	struct track_dm_status st;
 	struct track_dm *dm;
-	int ret;
+	char tmsg[512];
+	int ret, fs = -1, tret;
 
 	memset(e, 0, sizeof(*e));
 	e->lock_fd = -1;
+	if (fsfreeze) {
+		fs = ds_fs_check(fsfreeze, msg, msglen);
+		if (fs < 0)
+			return fs;
+	}
 	ret = track_dm_open(name, &dm);
 	if (ret) {
 		snprintf(msg, msglen, "%s: %s", name, dm_hint(ret));
+		if (fs >= 0)
+			close(fs);
 		return ret;
 	}
 	snprintf(e->name, sizeof(e->name), "%s", track_dm_name(dm));
@@ -141,10 +150,35 @@ int ds_epoch_freeze_mode(const char *name, struct ds_epoch *e,
 		if (ret)
 			goto fail;
 	}
+	/*
+	 * The file-system freeze window holds the dm-track freeze message
+	 * and nothing else: every write the file system has acknowledged is
+	 * in the frozen set, and the view's image is a clean file system.
+	 */
+	if (fs >= 0) {
+		ret = ds_fs_freeze(fs, fsfreeze, msg, msglen);
+		if (ret)
+			goto fail;
+	}
 	if (e->view[0])
 		ret = track_dm_freeze_snapshot(dm, limit, &e->epoch);
 	else
 		ret = track_dm_freeze(dm, &e->epoch);
+	if (fs >= 0) {
+		tret = ds_fs_thaw(fs, fsfreeze, tmsg, sizeof(tmsg));
+		close(fs);
+		fs = -1;
+		if (tret) {
+			/* Fail loudly even if the freeze worked: the
+			 * caller aborts the epoch (e->dm is set). */
+			if (!ret) {
+				e->dm = dm;
+				snprintf(msg, msglen, "%s", tmsg);
+				return tret;
+			}
+			ds_err("%s", tmsg);
+		}
+	}
 	if (ret) {
 		snprintf(msg, msglen, "%s: freezing the dirty set failed: %s",
 			 e->name, dm_hint(ret));
@@ -178,6 +212,8 @@ int ds_epoch_freeze_mode(const char *name, struct ds_epoch *e,
 		 track_dm_uuid(dm) : e->name);
 	return 0;
 fail:
+	if (fs >= 0)
+		close(fs);
 	if (e->view[0])
 		track_dm_remove(e->view);
 	e->view[0] = 0;

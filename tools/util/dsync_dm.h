@@ -37,6 +37,7 @@ struct ds_opts {
 	enum ds_progress_mode progress;
 	enum ds_snapshot snapshot;
 	uint64_t snapshot_limit;	/* 0: the kernel's default */
+	const char *fsfreeze;	/* --fsfreeze MOUNTPOINT, or NULL */
 };
 
 /* A frozen epoch of a dm-track device. */
@@ -63,9 +64,14 @@ int ds_dm_probe(const char *name, char *msg, size_t msglen);
 /* Open dm-track device NAME and freeze its active set. */
 int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
 		    size_t msglen);
-/* The same, in snapshot mode MODE: PATH is then a track-view device. */
+/*
+ * The same, in snapshot mode MODE: PATH is then a track-view device. With
+ * FSFREEZE (a mount point, or NULL) the file system there is frozen for
+ * the freeze message only, and always thawed.
+ */
 int ds_epoch_freeze_mode(const char *name, struct ds_epoch *e,
-			 enum ds_snapshot mode, uint64_t limit, char *msg,
+			 enum ds_snapshot mode, uint64_t limit,
+			 const char *fsfreeze, char *msg,
 			 size_t msglen);
 /* After a failed copy: say so if it was the snapshot that failed. */
 void ds_epoch_explain(struct ds_epoch *e);

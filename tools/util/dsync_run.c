@@ -73,7 +73,7 @@ int ds_run_extract(const struct ds_opts *o, int out, struct ds_epoch *ep,
 	ep->lock_fd = -1;
 	if (o->name) {
 		ret = ds_epoch_freeze_mode(o->name, ep, o->snapshot,
-					   o->snapshot_limit, msg,
+					   o->snapshot_limit, o->fsfreeze, msg,
 					   sizeof(msg));
 		if (ret) {
 			ds_err("%s", msg);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Helpers of the dsync tools; see dsync_util.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -130,6 +131,88 @@ void ds_block_signals(bool block)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
+int ds_fs_check(const char *mnt, char *msg, size_t msglen)
+{
+	struct statx sx;
+	int fd, err;
+
+	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		snprintf(msg, msglen, "--fsfreeze %s: %s%s", mnt,
+			 strerror(err), err == ENOTDIR ?
+			 " (give the directory the file system is mounted "
+			 "on)" : "");
+		return -err;
+	}
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx)) {
+		err = errno;
+		snprintf(msg, msglen, "--fsfreeze %s: %s", mnt, strerror(err));
+		close(fd);
+		return -err;
+	}
+	if ((sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	    !(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+		snprintf(msg, msglen, "--fsfreeze %s: not a mount point (give "
+			 "the directory the file system on the dm-track "
+			 "device is mounted on; 'findmnt' lists them)", mnt);
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+int ds_fs_freeze(int fd, const char *mnt, char *msg, size_t msglen)
+{
+	int err;
+
+	ds_block_signals(true);
+	if (!ioctl(fd, FIFREEZE, 0))
+		return 0;
+	err = errno;
+	ds_block_signals(false);
+	switch (err) {
+	case EBUSY:
+		snprintf(msg, msglen, "--fsfreeze %s: the file system is "
+			 "already frozen (by someone else: 'fsfreeze -u %s' "
+			 "thaws it)", mnt, mnt);
+		break;
+	case EOPNOTSUPP:
+	case ENOTTY:
+		snprintf(msg, msglen, "--fsfreeze %s: this file system cannot "
+			 "be frozen (no FIFREEZE); sync without --fsfreeze "
+			 "(the image is then crash-consistent only)", mnt);
+		err = EOPNOTSUPP;
+		break;
+	case EPERM:
+		snprintf(msg, msglen, "--fsfreeze %s: permission denied "
+			 "(freezing needs root, CAP_SYS_ADMIN)", mnt);
+		break;
+	default:
+		snprintf(msg, msglen, "--fsfreeze %s: freezing failed: %s",
+			 mnt, strerror(err));
+	}
+	return -err;
+}
+
+int ds_fs_thaw(int fd, const char *mnt, char *msg, size_t msglen)
+{
+	int ret = 0, tries;
+
+	/* A signal is blocked, but be deaf to EINTR anyway. */
+	for (tries = 0; ioctl(fd, FITHAW, 0); tries++) {
+		if (errno == EINTR && tries < 100)
+			continue;
+		ret = -errno;
+		snprintf(msg, msglen, "--fsfreeze %s: THAWING FAILED: %s; the "
+			 "file system may still be frozen: run 'fsfreeze -u "
+			 "%s'", mnt, strerror(errno), mnt);
+		break;
+	}
+	ds_block_signals(false);
+	return ret;
 }
 
 ssize_t ds_write_all(int fd, const void *buf, size_t len)

@@ -51,6 +51,22 @@ void ds_catch_signals(void);
 void ds_block_signals(bool block);
 
 /*
+ * --fsfreeze MOUNTPOINT: quiesce the file system mounted there for the
+ * instant of a dm-track freeze, with FIFREEZE/FITHAW.
+ *
+ * ds_fs_check() opens MNT and checks it is the root of a mount: the fd,
+ * or -errno with MSG. ds_fs_freeze() blocks SIGINT/SIGTERM/SIGHUP (so a
+ * signal cannot leave the file system frozen) and freezes: 0, or -errno
+ * with MSG and nothing frozen. ds_fs_thaw() thaws and unblocks: 0, or
+ * -errno with MSG (the file system may still be frozen: 'fsfreeze -u').
+ * Call ds_fs_thaw() after every successful ds_fs_freeze(), whatever
+ * happened in between.
+ */
+int ds_fs_check(const char *mnt, char *msg, size_t msglen);
+int ds_fs_freeze(int fd, const char *mnt, char *msg, size_t msglen);
+int ds_fs_thaw(int fd, const char *mnt, char *msg, size_t msglen);
+
+/*
  * Write all of BUF to FD: LEN, or -errno. EINTR is retried unless ds_stop
  * is set, then -EINTR.
  */
