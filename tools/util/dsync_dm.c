@@ -91,8 +91,20 @@ static int view_create(struct track_dm *dm, struct ds_epoch *e,
 		return 0;
 	}
 	e->view[0] = 0;
-	if (ret == -EOPNOTSUPP && mode == DS_SNAP_AUTO)
+	if (mode == DS_SNAP_AUTO) {
+		/*
+		 * The default falls back to what a sync did before snapshot
+		 * mode. The view opens the track device, which a file
+		 * system mounted on it holds exclusively (the kernel log
+		 * says "Cannot open the track device (-16)").
+		 */
+		if (ret != -EOPNOTSUPP)
+			ds_err("%s: no snapshot view (%s; a track device "
+			       "under a mounted file system cannot have one "
+			       "yet): copying the live device, as with "
+			       "--no-snapshot", e->name, dm_hint(ret));
 		return 0;
+	}
 	if (ret == -EOPNOTSUPP)
 		snprintf(msg, msglen, "%s: this kernel's dm-track has no "
 			 "snapshot mode (no track-view target); sync "
