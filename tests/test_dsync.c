@@ -218,6 +218,72 @@ static void many_windows_arrive_in_order(void **state)
 	free(b.p);
 }
 
+/* Blocks far apart (more extents than one window holds, each read by
+ * its own request, all of a window's requests in flight at once) and a
+ * file that ends inside its last block: every block comes back as it is
+ * on the disk, the last one cut where the file ends. */
+static void scattered_blocks_and_a_short_last_block_read_back(void **state)
+{
+	const uint64_t nblk = 8192, tail = 100;
+	const uint64_t size = (nblk - 1) * BS + tail;
+	struct track_stream_info info = { .block_size = BS };
+	struct track_stream_totals t;
+	struct track_stream_reader *r;
+	struct track_stream_writer *w;
+	struct track_stream_record rec;
+	struct track_extract *x;
+	struct buf b = { 0 };
+	unsigned char *img;
+	uint64_t sent = 0, got = 0, first;
+	char p[128];
+	int fd, ret;
+
+	(void)state;
+	path(p, sizeof(p), "scattered");
+	img = calloc(nblk, BS);
+	assert_non_null(img);
+	for (uint64_t i = 0; i < size; i++)
+		img[i] = (unsigned char)(i * 40503u >> 7) | 1;
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_int_equal(write(fd, img, size), (ssize_t)size);
+	close(fd);
+
+	assert_int_equal(track_extract_new(p, BS, &x), 0);
+	assert_int_equal(track_extract_size(x), size);
+	assert_int_equal(track_extract_block_count(x), nblk);
+	info.device_size = size;
+	assert_int_equal(track_stream_writer_new(&info, buf_write, &b, &w), 0);
+	assert_int_equal(track_extract_start(x, w), 0);
+	/* 600 lone blocks 13 apart: more than a window's 256 extents */
+	for (first = 5; first < nblk - 1; first += 13) {
+		assert_int_equal(track_extract_add(x, first, 1), 0);
+		sent++;
+	}
+	assert_int_equal(track_extract_add(x, nblk - 1, 1), 0);
+	sent++;
+	assert_int_equal(track_extract_finish(x, &t), 0);
+	assert_int_equal(t.data_blocks, sent);
+	track_extract_free(x);
+	track_stream_writer_free(w);
+
+	assert_int_equal(track_stream_reader_new(buf_read, &b, &r), 0);
+	assert_int_equal(track_stream_read_header(r, &info), 0);
+	while ((ret = track_stream_read_record(r, &rec)) == 1) {
+		assert_int_equal(rec.type, TRACK_STREAM_DATA);
+		assert_true(rec.first * BS + rec.length <= size);
+		assert_memory_equal(rec.data, img + rec.first * BS,
+				    rec.length);
+		if (rec.first + rec.count == nblk)
+			assert_int_equal(rec.length % BS, tail);
+		got += rec.count;
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(got, sent);
+	track_stream_reader_free(r);
+	free(img);
+	free(b.p);
+}
+
 static void extraction_errors_name_the_file(void **state)
 {
 	struct track_extract *x;
@@ -423,6 +489,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_sparse_file_reads_back_with_holes_as_zero_runs),
 		cmocka_unit_test(many_windows_arrive_in_order),
+		cmocka_unit_test(scattered_blocks_and_a_short_last_block_read_back),
 		cmocka_unit_test(extraction_errors_name_the_file),
 		cmocka_unit_test(runs_out_of_order_are_refused),
 		cmocka_unit_test(progress_can_stop_and_abort_leaves_a_cut_stream),

@@ -4,6 +4,14 @@
  * <libtrack/dsync.h>): the caller's thread reads windows of blocks, a
  * second thread checksums, compresses and writes them, so disk and
  * network work at the same time.
+ *
+ * A window is a buffer packed with extents: runs of blocks that are far
+ * apart on the disk sit next to each other in memory. All the extents of
+ * a window are read at once (Linux AIO on the O_DIRECT descriptor), so a
+ * scattered dirty set keeps the disk's queue full instead of waiting for
+ * one 4 KiB read after another. Without O_DIRECT (a file system that
+ * refuses it), the extents are announced with POSIX_FADV_WILLNEED and
+ * read in order: the kernel reads them ahead in the same way.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/aio_abi.h>
 
 #include "internal.h"
 
@@ -22,17 +33,27 @@
 #define GAP_BYTES	(64u << 10)	/* read through gaps up to this */
 #define NWIN		4		/* windows in flight */
 #define MAX_PIECES	256
+#define MAX_EXTENTS	MAX_PIECES	/* each extent holds a piece */
 
 struct piece {
 	uint64_t first;
 	uint64_t count;
+	uint64_t boff;		/* where its data is in the buffer, in blocks */
 	bool zero;
+};
+
+/* blocks first .. end - 1 of the source, at block boff of the buffer */
+struct extent {
+	uint64_t first;
+	uint64_t end;
+	uint64_t boff;
 };
 
 struct win {
 	unsigned char *buf;
-	uint64_t rstart;	/* blocks read: rstart .. rend - 1 */
-	uint64_t rend;
+	uint64_t used;		/* blocks of the buffer the extents take */
+	struct extent e[MAX_EXTENTS];
+	int ne;
 	struct piece p[MAX_PIECES];
 	int np;
 	uint64_t bytes;		/* bytes of the blocks in the pieces */
@@ -56,6 +77,10 @@ struct track_extract {
 	uint32_t win_bytes;	/* 4 MiB, or one block if larger */
 	uint64_t win_blocks;
 	uint64_t gap_blocks;
+	aio_context_t aio;	/* 0: read the extents one by one */
+	struct iocb iocb[MAX_EXTENTS];
+	struct iocb *iocbp[MAX_EXTENTS];
+	struct io_event ev[MAX_EXTENTS];
 
 	pthread_t thr;
 	bool thr_started;
@@ -178,8 +203,7 @@ static void *writer_main(void *arg)
 							      p->count);
 			else
 				ret = track_stream_write_data(x->w, p->first,
-					p->count, wn->buf +
-					(p->first - wn->rstart) * s->bs);
+					p->count, wn->buf + p->boff * s->bs);
 		}
 		if (ret) {
 			if (ret == -EPIPE)
@@ -227,24 +251,34 @@ static struct win *cur_window(struct track_extract *x)
 	wn = &x->win[x->head % NWIN];
 	pthread_mutex_unlock(&x->lock);
 	wn->np = 0;
-	wn->rstart = wn->rend = 0;
+	wn->ne = 0;
+	wn->used = 0;
 	wn->bytes = 0;
 	x->cur = wn;
 	return wn;
 }
 
-static int read_window(struct track_extract *x, struct win *wn)
+/* bytes of extent E that lie in the source */
+static uint64_t extent_need(const struct x_source *s, const struct extent *e)
+{
+	uint64_t end = e->end * s->bs;
+
+	return (end > s->size ? s->size : end) - e->first * s->bs;
+}
+
+/* Read extent E, from byte GOT of it on, one pread at a time. */
+static int read_extent(struct track_extract *x, struct win *wn,
+		       const struct extent *e, uint64_t got)
 {
 	struct x_source *s = x->src;
-	uint64_t off = wn->rstart * s->bs;
-	uint64_t len = (wn->rend - wn->rstart) * s->bs;
-	uint64_t need = (wn->rend * s->bs > s->size ? s->size :
-			 wn->rend * s->bs) - off;
-	uint64_t got = 0;
+	uint64_t off = e->first * s->bs;
+	uint64_t len = (e->end - e->first) * s->bs;
+	uint64_t need = extent_need(s, e);
+	unsigned char *buf = wn->buf + e->boff * s->bs;
 	ssize_t n;
 
 	while (got < need) {
-		n = pread(s->fd, wn->buf + got, len - got, off + got);
+		n = pread(s->fd, buf + got, len - got, off + got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EINVAL && s->direct) {
@@ -258,6 +292,7 @@ static int read_window(struct track_extract *x, struct win *wn)
 			close(s->fd);
 			s->fd = fd;
 			s->direct = false;
+			posix_fadvise(s->fd, 0, 0, POSIX_FADV_RANDOM);
 			continue;
 		}
 		if (n < 0)
@@ -273,6 +308,90 @@ static int read_window(struct track_extract *x, struct win *wn)
 	}
 	if (!s->direct)
 		posix_fadvise(s->fd, off, need, POSIX_FADV_DONTNEED);
+	return 0;
+}
+
+/*
+ * Submit every extent of WN at once and wait for all of them. *DONE gets
+ * how many bytes of each extent arrived; what is missing (a short read,
+ * an error, an extent never submitted) read_extent() finishes or reports.
+ * Returns -errno when AIO refused the first request: it is not usable here.
+ */
+static int read_extents_aio(struct track_extract *x, struct win *wn,
+			    uint64_t *done)
+{
+	struct x_source *s = x->src;
+	long sub = 0, got = 0, n;
+	int i;
+
+	for (i = 0; i < wn->ne; i++) {
+		struct iocb *cb = &x->iocb[i];
+		const struct extent *e = &wn->e[i];
+
+		memset(cb, 0, sizeof(*cb));
+		cb->aio_data = i;
+		cb->aio_lio_opcode = IOCB_CMD_PREAD;
+		cb->aio_fildes = s->fd;
+		cb->aio_buf = (uintptr_t)(wn->buf + e->boff * s->bs);
+		cb->aio_nbytes = (e->end - e->first) * s->bs;
+		cb->aio_offset = e->first * s->bs;
+		x->iocbp[i] = cb;
+		done[i] = 0;
+	}
+	while (sub < wn->ne) {
+		n = syscall(SYS_io_submit, x->aio, wn->ne - sub,
+			    x->iocbp + sub);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;	/* the rest is read one by one */
+		sub += n;
+	}
+	if (!sub && wn->ne)
+		return -errno;
+	while (got < sub) {
+		n = syscall(SYS_io_getevents, x->aio, 1, sub - got, x->ev,
+			    NULL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return x_fail(x, -errno, "waiting for reads of %s: %s",
+				      s->path, strerror(errno));
+		for (i = 0; i < n; i++)
+			if ((int64_t)x->ev[i].res > 0)
+				done[x->ev[i].data] = x->ev[i].res;
+		got += n;
+	}
+	return 0;
+}
+
+static int read_window(struct track_extract *x, struct win *wn)
+{
+	struct x_source *s = x->src;
+	uint64_t done[MAX_EXTENTS] = { 0 };
+	int i, ret;
+
+	if (x->aio && s->direct && wn->ne > 1) {
+		if (read_extents_aio(x, wn, done)) {
+			/* refused: read this window and the next ones one
+			 * extent at a time (read_extent says what is wrong) */
+			syscall(SYS_io_destroy, x->aio);
+			x->aio = 0;
+		}
+		ret = x_error(x);
+		if (ret)
+			return ret;
+	} else if (!s->direct && wn->ne > 1) {
+		for (i = 0; i < wn->ne; i++)
+			posix_fadvise(s->fd, wn->e[i].first * s->bs,
+				      extent_need(s, &wn->e[i]),
+				      POSIX_FADV_WILLNEED);
+	}
+	for (i = 0; i < wn->ne; i++) {
+		ret = read_extent(x, wn, &wn->e[i], done[i]);
+		if (ret)
+			return ret;
+	}
 	return 0;
 }
 
@@ -295,7 +414,7 @@ static int submit(struct track_extract *x)
 				      "stopped: %s", strerror(ret < 0 ?
 				      -ret : ECANCELED));
 	}
-	if (wn->rend > wn->rstart) {
+	if (wn->ne) {
 		ret = read_window(x, wn);
 		if (ret)
 			return ret;
@@ -319,8 +438,9 @@ static uint64_t run_bytes(const struct x_source *s, uint64_t first,
 static int add_piece(struct track_extract *x, uint64_t first, uint64_t count,
 		     bool zero)
 {
+	struct extent *e;
 	struct win *wn;
-	uint64_t take;
+	uint64_t take, boff = 0;
 	int ret;
 
 	while (count) {
@@ -333,19 +453,31 @@ static int add_piece(struct track_extract *x, uint64_t first, uint64_t count,
 				return ret;
 			continue;
 		}
+		e = wn->ne ? &wn->e[wn->ne - 1] : NULL;
 		if (zero) {
 			take = count;
-		} else if (wn->rend == wn->rstart) {
-			/* the window's first data */
-			take = count < x->win_blocks ? count : x->win_blocks;
-			wn->rstart = first;
-			wn->rend = first + take;
-		} else if (first - wn->rend <= x->gap_blocks &&
-			   first < wn->rstart + x->win_blocks) {
-			take = wn->rstart + x->win_blocks - first;
+		} else if (e && first >= e->end &&
+			   first - e->end <= x->gap_blocks &&
+			   wn->used + (first - e->end) < x->win_blocks) {
+			/* read through the gap: one request, not two */
+			wn->used += first - e->end;
+			take = x->win_blocks - wn->used;
 			if (take > count)
 				take = count;
-			wn->rend = first + take;
+			boff = e->boff + (first - e->first);
+			e->end = first + take;
+			wn->used += take;
+		} else if (wn->used < x->win_blocks &&
+			   wn->ne < MAX_EXTENTS) {
+			/* a new extent, packed after the last */
+			take = x->win_blocks - wn->used;
+			if (take > count)
+				take = count;
+			e = &wn->e[wn->ne++];
+			e->first = first;
+			e->end = first + take;
+			e->boff = boff = wn->used;
+			wn->used += take;
 		} else {
 			ret = submit(x);
 			if (ret)
@@ -354,6 +486,7 @@ static int add_piece(struct track_extract *x, uint64_t first, uint64_t count,
 		}
 		wn->p[wn->np].first = first;
 		wn->p[wn->np].count = take;
+		wn->p[wn->np].boff = boff;
 		wn->p[wn->np].zero = zero;
 		wn->np++;
 		wn->bytes += run_bytes(x->src, first, take);
@@ -496,6 +629,11 @@ TRACK_EXPORT int track_extract_new(const char *path, uint32_t block_size,
 	x->win_bytes = block_size > WIN_BYTES ? block_size : WIN_BYTES;
 	x->win_blocks = x->win_bytes / block_size;
 	x->gap_blocks = GAP_BYTES / block_size;
+	if (x->src->direct &&
+	    syscall(SYS_io_setup, MAX_EXTENTS, &x->aio) < 0)
+		x->aio = 0;	/* no AIO here: one read at a time */
+	if (!x->src->direct)
+		posix_fadvise(x->src->fd, 0, 0, POSIX_FADV_RANDOM);
 	for (i = 0; i < NWIN; i++) {
 		if (posix_memalign((void **)&x->win[i].buf, 4096,
 				   x->win_bytes)) {
@@ -603,6 +741,8 @@ TRACK_EXPORT void track_extract_free(struct track_extract *x)
 		return;
 	if (x->thr_started)
 		x_stop(x, false);
+	if (x->aio)
+		syscall(SYS_io_destroy, x->aio);
 	if (x->src->fd >= 0)
 		close(x->src->fd);
 	free(x->src->path);
