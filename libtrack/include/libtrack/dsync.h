@@ -4,10 +4,11 @@
  * embeds it (a backup server, a receiver on a socket).
  *
  * track_extract_*: read given runs of blocks of a device or file and write
- * them as a stream (see <libtrack/stream.h>). Reads are coalesced into
- * windows of up to 4 MiB, use O_DIRECT where the file system allows it,
- * and skip holes of sparse files; a second thread, started by
- * track_extract_start(), checksums, compresses and writes.
+ * them as a stream (see <libtrack/stream.h>). Reads are gathered into
+ * windows of up to 4 MiB and 256 extents, use O_DIRECT where the file
+ * system allows it (all of a window's extents in flight at once, with
+ * Linux AIO), and skip holes of sparse files; a second thread, started
+ * by track_extract_start(), checksums, compresses and writes.
  *
  * track_apply_*: apply a stream to a device or file: nothing is written
  * before the header matched the target (and the state file's epoch, and
