@@ -22,7 +22,11 @@
 #              runs coalesced, in order, one at a time, readahead off
 #   floor-p    floor -p: the same list, reads and writes overlapped in two
 #              threads, readahead on (fewer, larger reads on dense
-#              patterns); the goals are judged against the faster floor
+#              patterns)
+#   floor-q    floor -q: the plain floor with the next runs always
+#              announced (POSIX_FADV_WILLNEED), so the disk's queue stays
+#              full as dmextract's in-flight extents keep it; the goals
+#              are judged against the fastest floor
 #
 # Before each run the page cache is dropped (as root, echo 3 >
 # /proc/sys/vm/drop_caches, as in the paper; otherwise, or with
@@ -67,17 +71,17 @@ bin=$top/build/bin
 dir=${1:-$top/build/bench}
 size_mib=${SIZE_MIB:-4096}
 patterns=${PATTERNS:-realistic random:1 random:10}
-methods=${METHODS:-dsync dsync-z rsync rsync-b4k blocksync copy floor floor-p}
+methods=${METHODS:-dsync dsync-z rsync rsync-b4k blocksync copy floor floor-p floor-q}
 reps=${REPS:-3}
 slow_methods=${SLOW_METHODS:-rsync rsync-b4k}
 slow_reps=${SLOW_REPS:-1}
 parts=${PARTS:-patterns size fraction}
 scale_mib=${SCALE_MIB:-1024 4096 16384}
 scale_count=${SCALE_COUNT:-10000}
-scale_methods=${SCALE_METHODS:-dsync floor floor-p blocksync}
+scale_methods=${SCALE_METHODS:-dsync floor floor-p floor-q blocksync}
 scale_reps=${SCALE_REPS:-1}
 fractions=${FRACTIONS:-0.1 0.5 1 2 5 10 25}
-fraction_methods=${FRACTION_METHODS:-dsync floor floor-p blocksync}
+fraction_methods=${FRACTION_METHODS:-dsync floor floor-p floor-q blocksync}
 fraction_reps=${FRACTION_REPS:-1}
 seed=${SEED:-1}
 verify=${VERIFY:-cmp}
@@ -143,6 +147,7 @@ cmd() {
 	copy) echo "dd if=$src of=$dst bs=4M conv=notrunc,fsync status=none" ;;
 	floor) echo "$dir/floor $list $src $dst" ;;
 	floor-p) echo "$dir/floor -p $list $src $dst" ;;
+	floor-q) echo "$dir/floor -q $list $src $dst" ;;
 	*) die "unknown method $1 (see the list at the top of $0)" ;;
 	esac
 }
@@ -157,7 +162,7 @@ moved() {
 			gsub(/,/, "", $2); n += $2 } END { print n }' "$tmp/out" ;;
 	blocksync) awk '{ print $1 }' "$tmp/out" ;;
 	copy) stat -c %s "$src" ;;
-	floor | floor-p) cat "$tmp/out" ;;
+	floor | floor-p | floor-q) cat "$tmp/out" ;;
 	esac
 }
 

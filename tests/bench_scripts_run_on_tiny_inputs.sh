@@ -23,8 +23,8 @@ check "dsync-host.sh runs every method and part (each cmp-verified)" \
 	env SIZE_MIB=16 REPS=1 SCALE_MIB="8 16" SCALE_COUNT=300 \
 	FRACTIONS="1 10" "$TOP/bench/dsync-host.sh" "$TMP/scratch"
 rows=$(grep -c '^patterns,' "$res/dsync-host-patterns.csv")
-[ "$rows" = 24 ] && ok "3 patterns x 8 methods in the CSV" ||
-	not_ok "3 patterns x 8 methods in the CSV (got $rows rows)"
+[ "$rows" = 27 ] && ok "3 patterns x 9 methods in the CSV" ||
+	not_ok "3 patterns x 9 methods in the CSV (got $rows rows)"
 check "size and fraction CSVs have rows" \
 	grep -q '^size,16,random:1,300,' "$res/dsync-host-size.csv"
 check "the fraction CSV has both fractions" \
@@ -84,6 +84,11 @@ out=$("$bin/floor" -p "$TMP/a" "$TMP/src" "$TMP/dst")
 check "floor -p makes the replica equal" cmp "$TMP/src" "$TMP/dst"
 [ "$out" = $((dirty * 4096)) ] && ok "floor -p copied exactly the dirty blocks" ||
 	not_ok "floor -p copied exactly the dirty blocks ($out)"
+"$bin/bdata" apply "$TMP/dst" "$TMP/a" 0
+out=$("$bin/floor" -q "$TMP/a" "$TMP/src" "$TMP/dst")
+check "floor -q makes the replica equal" cmp "$TMP/src" "$TMP/dst"
+[ "$out" = $((dirty * 4096)) ] && ok "floor -q copied exactly the dirty blocks" ||
+	not_ok "floor -q copied exactly the dirty blocks ($out)"
 
 # run.sh's host parts, and the report with another benchmark's files
 check "run.sh stream and uds parts" env STREAM_MIB=8 UDS_BENCH_TOTAL=65536 \
