@@ -52,9 +52,9 @@ int inotify_init1(int flags);
 int inotify_add_watch(int fd, const char *path, uint32_t mask);
 
 #define BS		4096
-#define NR_WRITES	3000
+#define NR_WRITES	1000
 #define SPAN_BLOCKS	4096		/* a 16 MiB file, written first */
-#define ROUNDS		5
+#define ROUNDS		3
 #define MNT		"/mnt/async-cost"
 #define DATA		MNT "/data"
 #define OTHER		MNT "/other"
