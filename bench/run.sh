@@ -15,7 +15,12 @@
 #                                       dm-era, inotify ranges on vs off,
 #                                       uds-plus ranges vs fallback,
 #                                       block-list re-hash per write with
-#                                       real events, ranges vs whole file
+#                                       real events, ranges vs whole file,
+#                                       AIO and io_uring direct writes on
+#                                       the patched and on the unpatched
+#                                       kernel (bench/async-cost.sh; the
+#                                       unpatched kernel is built here,
+#                                       scripts/kernel.sh --unpatched)
 #   report        bench/report.py       docs/benchmarks.md from bench/results
 #
 # A benchmark added later joins the page by writing a .csv (+ .json), .txt
@@ -87,9 +92,15 @@ for part in $parts; do
 		text uds-syncthing "uds-plus in front of a real Syncthing, against Syncthing alone (host)" \
 			"bench/uds-syncthing.sh" "$top/bench/uds-syncthing.sh" ;;
 	vm)
-		text vm-bench "In the VM: dm-track write path, inotify ranges, uds-plus ranges mode" \
+		# The boots named benchunpatched* run the kernel without the
+		# series; only make bench builds it (ccache makes it cheap).
+		"$top/scripts/kernel.sh" --unpatched || status=1
+		text vm-bench "In the VM: dm-track write path, inotify ranges, uds-plus ranges mode, async direct writes" \
 			"scripts/vm-run.sh --bench" \
-			"$top/scripts/vm-run.sh" --bench --out "$top/build/bench-vm" ;;
+			"$top/scripts/vm-run.sh" --bench --out "$top/build/bench-vm"
+		text async-cost "AIO and io_uring direct writes: the series against the kernel without it (VM, one run)" \
+			"bench/run.sh vm (bench/async-cost.sh build/bench-vm)" \
+			"$top/bench/async-cost.sh" "$top/build/bench-vm" ;;
 	report)
 		/usr/bin/python3 "$top/bench/report.py" "$results" \
 			"${BENCH_DOC:-$top/docs/benchmarks.md}" || status=1 ;;

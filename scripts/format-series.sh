@@ -20,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 "${git[@]}" format-patch -q --zero-commit -N --start-number 2 \
 	--no-signature -o "$tmp" "$2..HEAD"
-rm -f "$out"/000[2-9]-*.patch
+rm -f "$out"/000[2-9]-*.patch "$out"/00[1-9][0-9]-*.patch
 for p in "$tmp"/*.patch; do
 	sed 's/^ $//' "$p" >"$out/$(basename "$p")"
 done

@@ -11,6 +11,12 @@
 # Writes build/kernel.env (KSRC, KBUILD, KIMAGE, KHDR, KMODROOT, KVER) for the
 # other scripts.
 #
+# --unpatched builds the same configuration with only the dm-track patch
+# (0001, which the VM's init loads; it touches no write or notification
+# path), for the benchmarks that compare the series against the kernel
+# without it; it writes build/kernel-unpatched.env and leaves
+# build/kernel.env alone. Only `make bench` asks for it.
+#
 # Environment:
 #   LIBTRACK_CACHE   cache root (default ~/.cache/libtrack)
 #   LIBTRACK_KASAN   0 builds without KASAN (for measuring its cost)
@@ -26,6 +32,14 @@ keep=3
 [ -f "$tarball" ] ||
 	die "$tarball is missing; run scripts/deps.sh (it installs linux-source-6.12)"
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.12)
+
+unpatched=0
+envfile=kernel.env
+case "${1:-}" in
+'') ;;
+--unpatched) unpatched=1; envfile=kernel-unpatched.env ;;
+*) echo "usage: scripts/kernel.sh [--unpatched]" >&2; exit 2 ;;
+esac
 
 # Kernel options on top of tinyconfig: the selftests' fragment, plus the
 # KASAN switch.
@@ -46,11 +60,13 @@ if [ -f "$series" ]; then
 		[ -f "$top/kernel-patches/$p" ] ||
 			die "kernel-patches/series names $p, which does not exist"
 		patches+=("$top/kernel-patches/$p")
+		[ "$unpatched" = 1 ] && break
 	done <"$series"
 fi
 
 key=$({
 	echo "linux-source-6.12 $srcver"
+	[ "$unpatched" = 0 ] || echo unpatched
 	cat "$fragment" "$0"
 	for p in "${patches[@]}"; do
 		basename "$p"
@@ -64,7 +80,7 @@ kbuild="$tree/build"
 
 write_env() {
 	mkdir -p "$top/build"
-	cat >"$top/build/kernel.env" <<-EOF
+	cat >"$top/build/$envfile" <<-EOF
 		KEY=$key
 		KSRC=$ksrc
 		KBUILD=$kbuild

@@ -23,8 +23,10 @@
 #
 # The entries of build/selftests/tests.list are grouped by their boot column;
 # each boot is one QEMU run. Boots named stock* boot Debian's stock kernel
-# with build/initramfs-stock.cpio (scripts/stock-kernel.sh), every other
-# boot the patched test kernel. Boots whose names differ only in trailing digits
+# with build/initramfs-stock.cpio (scripts/stock-kernel.sh), boots named
+# benchunpatched* the test kernel's configuration without the series
+# (scripts/kernel.sh --unpatched, which only `make bench` builds), every
+# other boot the patched test kernel. Boots whose names differ only in trailing digits
 # (crash1, crash2) form a chain: they run one after another on the same four
 # virtio disks (sparse files), so a test can crash the VM in one boot and
 # check what survived in the next. Chains are independent, each with disks
@@ -146,6 +148,22 @@ if printf '%s\n' "${boots[@]}" | grep -q '^stock'; then
 	fi
 fi
 
+# The kernel without the series, for the benchunpatched* boots.
+unpatched_skip=
+UNPATCHED_KIMAGE=
+if printf '%s\n' "${boots[@]}" | grep -q '^benchunpatched'; then
+	if [ ! -f "$top/build/kernel-unpatched.env" ]; then
+		unpatched_skip="build/kernel-unpatched.env is missing; run scripts/kernel.sh --unpatched"
+	else
+		UNPATCHED_KIMAGE=$(
+			# shellcheck disable=SC1091
+			. "$top/build/kernel-unpatched.env" && echo "$KIMAGE"
+		)
+		[ -f "$UNPATCHED_KIMAGE" ] ||
+			unpatched_skip="$UNPATCHED_KIMAGE is missing; run scripts/kernel.sh --unpatched"
+	fi
+fi
+
 accel="-accel tcg,thread=multi -cpu max"
 if [ "${LIBTRACK_KVM:-0}" = 1 ]; then
 	accel="-accel kvm -cpu host"
@@ -190,6 +208,14 @@ run_boot() {
 		fi
 		kimage=$STOCK_KIMAGE
 		bootrd=$stock_initrd
+		;;
+	benchunpatched*)
+		if [ -n "$unpatched_skip" ]; then
+			echo "ok 1 boot-$boot # SKIP $unpatched_skip" >"$out/tap-$boot"
+			echo "vm[$boot]: skipped: $unpatched_skip"
+			return
+		fi
+		kimage=$UNPATCHED_KIMAGE
 		;;
 	esac
 	[ $demo = 1 ] || echo "vm: boot '$boot' (up to ${budget}s)"

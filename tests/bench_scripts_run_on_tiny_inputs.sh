@@ -111,4 +111,25 @@ for p in patterns size fraction; do
 	check "plot $p is a PNG" sh -c "head -c 4 '$TMP/docs/img/bench-dsync-$p.png' |
 		grep -q PNG"
 done
+# the AIO/io_uring comparison of two boots (results as the VM prints them)
+vm=$TMP/bench-vm
+mkdir -p "$vm"
+printf '    async-cost patched aio idle 1000\n    async-cost patched aio ranges 900\n' \
+	>"$vm/results-bench.log"
+printf '    async-cost unpatched aio idle 2000\n    async-cost unpatched aio watched 1000\n' \
+	>"$vm/results-benchunpatched.log"
+out=$("$TOP/bench/async-cost.sh" "$vm")
+check "async-cost.sh: patched over unpatched, same case" \
+	grep -qE '^aio +idle +2000 +1000 +0\.500$' <<<"$out"
+check "async-cost.sh: ranges against the unpatched plain watcher" \
+	grep -qE '^aio +ranges +1000 +900 +0\.900 \(vs unpatched watched\)$' <<<"$out"
+rm "$vm/results-benchunpatched.log"
+"$TOP/bench/async-cost.sh" "$vm" >/dev/null 2>&1
+rc=$?
+[ $rc = 1 ] && ok "async-cost.sh: a missing boot fails (1)" ||
+	not_ok "async-cost.sh: a missing boot fails (1), got $rc"
+"$TOP/bench/async-cost.sh" a b >/dev/null 2>&1
+rc=$?
+[ $rc = 2 ] && ok "async-cost.sh: bad usage exits 2" ||
+	not_ok "async-cost.sh: bad usage exits 2, got $rc"
 done_testing

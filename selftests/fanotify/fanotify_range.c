@@ -120,6 +120,9 @@ static int next_event(struct reader *r, struct ev *e, int timeout_ms)
 #define FID_RANGE (FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_REPORT_RANGE | \
 		   FAN_NONBLOCK)
 
+/* A group that gets file descriptors rather than file handles */
+#define FD_RANGE (FAN_CLASS_NOTIF | FAN_REPORT_RANGE | FAN_NONBLOCK)
+
 static bool has_report_range(void)
 {
 	int fd = fanotify_init(FID_RANGE, O_RDONLY);
@@ -242,19 +245,96 @@ TEST_F(fan, append_reports_where_the_data_landed)
 
 TEST_F(fan, io_uring_write_reports_its_range)
 {
-	struct io_uring ring;
-	struct io_uring_sqe *sqe;
-	struct io_uring_cqe *cqe;
-
-	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
-	sqe = io_uring_get_sqe(&ring);
-	io_uring_prep_write(sqe, self->fd, "uring", 5, 777);
-	ASSERT_EQ(1, io_uring_submit(&ring));
-	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
-	ASSERT_EQ(5, cqe->res);
-	io_uring_cqe_seen(&ring, cqe);
-	io_uring_queue_exit(&ring);
+	ASSERT_EQ(5, uring_pwrite(self->fd, "uring", 5, 777));
 	EXPECT_RANGE(&self->r, 777, 5);
+}
+
+/* An append through io_uring or AIO: the file system picks the position. */
+TEST_F(fan, async_append_has_no_range)
+{
+	int afd;
+
+	ASSERT_EQ(100, pwrite(self->fd, fill, 100, 0));
+	drain(&self->r);
+	afd = open(self->file, O_WRONLY | O_APPEND);
+	ASSERT_LE(0, afd);
+	ASSERT_EQ(4, uring_pwrite(afd, "more", 4, 0));
+	EXPECT_NO_RANGE(&self->r);
+	ASSERT_EQ(4, aio_pwrite(afd, "tail", 4, 0));
+	EXPECT_NO_RANGE(&self->r);
+	close(afd);
+	EXPECT_NO_MORE_MODIFY(&self->r);
+}
+
+/* An io_uring write that fails or writes nothing sends no event. */
+TEST_F(fan, io_uring_failed_or_empty_write_sends_no_event)
+{
+	void *bad = unreadable_page();
+
+	ASSERT_NE(NULL, bad);
+	ASSERT_EQ(0, uring_pwrite(self->fd, "", 0, 0));
+	EXPECT_NO_MORE_MODIFY(&self->r);
+	EXPECT_GT(0, uring_pwrite(self->fd, bad, 4096, 0));
+	munmap(bad, 4096);
+	EXPECT_NO_MORE_MODIFY(&self->r);
+	ASSERT_EQ(5, uring_pwrite(self->fd, "after", 5, 10));
+	EXPECT_RANGE(&self->r, 10, 5);
+	EXPECT_NO_MORE_MODIFY(&self->r);
+}
+
+/* Collapse and insert range: the end of file they move to is not known. */
+TEST_F(fan, collapse_and_insert_report_no_range)
+{
+	if (!variant->fs)
+		SKIP(return, "tmpfs cannot collapse or insert ranges");
+	ASSERT_EQ(65536, pwrite(self->fd, fill, 65536, 0));
+	ASSERT_EQ(0, fsync(self->fd));
+	drain(&self->r);
+	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_COLLAPSE_RANGE, 8192,
+			       4096));
+	EXPECT_NO_RANGE(&self->r);
+	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_INSERT_RANGE, 4096, 4096));
+	EXPECT_NO_RANGE(&self->r);
+}
+
+/*
+ * An AIO direct write completes in interrupt context and is reported only
+ * if someone watches the file: here through a mount mark and a file system
+ * mark, not the inode.
+ */
+TEST_F(fan, aio_direct_write_reaches_mount_and_filesystem_marks)
+{
+	static const unsigned int how[] = { FAN_MARK_MOUNT,
+					    FAN_MARK_FILESYSTEM };
+	struct reader *r = calloc(1, sizeof(*r));
+	unsigned int i;
+	void *buf;
+	int dfd;
+
+	if (!variant->fs)
+		SKIP(return, "direct I/O is tested on a disk file system");
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, posix_memalign(&buf, 4096, 4096));
+	memset(buf, 'm', 4096);
+	ASSERT_EQ(65536, pwrite(self->fd, fill, 65536, 0));
+	ASSERT_EQ(0, fsync(self->fd));
+	close(self->r.fd);
+	self->r.fd = -1;
+	dfd = open(self->file, O_WRONLY | O_DIRECT);
+	ASSERT_LE(0, dfd);
+	for (i = 0; i < 2; i++) {
+		r->pos = r->end = 0;
+		r->fd = fanotify_init(FD_RANGE, O_RDONLY);
+		ASSERT_LE(0, r->fd);
+		ASSERT_EQ(0, fanotify_mark(r->fd, FAN_MARK_ADD | how[i],
+					   FAN_MODIFY, AT_FDCWD, self->dir));
+		ASSERT_EQ(4096, aio_pwrite(dfd, buf, 4096, 8192 * (i + 1)));
+		EXPECT_RANGE(r, 8192 * (i + 1), 4096);
+		close(r->fd);
+	}
+	close(dfd);
+	free(buf);
+	free(r);
 }
 
 TEST_F(fan, aio_write_reports_its_range)
@@ -414,8 +494,6 @@ TEST_F(fan, range_record_has_the_upstream_layout)
  * (Character devices, whose ->write may ignore the position, get no range:
  * the inotify tests check that, the rule is fsnotify_modify_range()'s.)
  */
-#define FD_RANGE (FAN_CLASS_NOTIF | FAN_REPORT_RANGE | FAN_NONBLOCK)
-
 TEST_F(fan, fd_mode_group_gets_ranges)
 {
 	struct reader *r = calloc(1, sizeof(*r));

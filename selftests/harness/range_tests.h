@@ -22,15 +22,19 @@
 #ifndef RANGE_TESTS_H
 #define RANGE_TESTS_H
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/aio_abi.h>
+#include <liburing.h>
 
 #include "kselftest_harness.h"
 #include "vmtest.h"
@@ -97,6 +101,36 @@ static inline long aio_pwrite(int fd, const void *buf, size_t n, off_t off)
 		ret = ev.res;
 	syscall(__NR_io_destroy, ctx);
 	return ret;
+}
+
+/* One io_uring write; the result its CQE carries, INT_MIN if none came. */
+static inline int uring_pwrite(int fd, const void *buf, unsigned int n,
+			       off_t off)
+{
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int res = INT_MIN;
+
+	if (io_uring_queue_init(4, &ring, 0))
+		return INT_MIN;
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_write(sqe, fd, buf, n, off);
+	if (io_uring_submit(&ring) == 1 && !io_uring_wait_cqe(&ring, &cqe)) {
+		res = cqe->res;
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	io_uring_queue_exit(&ring);
+	return res;
+}
+
+/* A page that user space may not read: a write from it fails (EFAULT). */
+static inline void *unreadable_page(void)
+{
+	void *p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
 }
 
 /* DIR/src holding LEN bytes of DATA, open read-write; -1 on failure. */
