@@ -140,6 +140,7 @@ struct track_c {
 	struct work_struct snap_work;
 	struct workqueue_struct *snap_wq;
 	struct dm_io_client *snap_io;
+	struct dm_dev *cow_dev;		/* preserved data past the limit */
 
 	struct track_metadata *md;	/* NULL without a metadata device */
 	struct dm_dev *md_dev;

@@ -137,7 +137,8 @@ TRACK_EXPORT int track_dm_create(const char *name,
 
 	dm_setup();
 	if (!name || !*name || strlen(name) >= DM_NAME_LEN || !p ||
-	    !p->data_dev || !trk_all_zero(p->reserved, sizeof(p->reserved)))
+	    !p->data_dev || !trk_all_zero(p->reserved, sizeof(p->reserved)) ||
+	    (p->cow_dev && !*p->cow_dev))
 		return -EINVAL;
 	length = p->length;
 	bs = p->block_size ? p->block_size : 4096;
@@ -170,13 +171,15 @@ TRACK_EXPORT int track_dm_create(const char *name,
 			       (p->region_size & (p->region_size - 1)) ||
 			       p->region_size / 512 > UINT32_MAX))
 		return -EINVAL;
-	if (p->clean || p->metadata_dev)
-		n += snprintf(params + n, sizeof(params) - n, " %d%s%s%s",
+	if (p->clean || p->metadata_dev || p->cow_dev)
+		n += snprintf(params + n, sizeof(params) - n, " %d%s%s%s%s%s",
 			      (p->clean ? 1 : 0) + (p->metadata_dev ? 2 : 0) +
-			      (p->region_size ? 2 : 0),
+			      (p->region_size ? 2 : 0) + (p->cow_dev ? 2 : 0),
 			      p->clean ? " clean" : "",
 			      p->metadata_dev ? " metadata " : "",
-			      p->metadata_dev ? p->metadata_dev : "");
+			      p->metadata_dev ? p->metadata_dev : "",
+			      p->cow_dev ? " cow_dev " : "",
+			      p->cow_dev ? p->cow_dev : "");
 	if (p->region_size && n < (int)sizeof(params))
 		n += snprintf(params + n, sizeof(params) - n,
 			      " region_size %" PRIu64, p->region_size / 512);
@@ -304,19 +307,27 @@ static int parse_u64_or_dash(const char *s, uint64_t *v)
 	return errno || *end || end == s ? -EPROTO : 0;
 }
 
-/* The snapshot fields after the first ten, absent before snapshot mode. */
+/*
+ * The snapshot fields after the first ten, absent before snapshot mode;
+ * the last two (the COW device) are absent before dm-track 1.1.
+ */
 static int parse_snapshot(const char *line, struct track_dm_status *st)
 {
-	char f[3][64];
-	uint64_t v[2];
-	int i;
+	char f[5][64];
+	uint64_t v[4] = { 0 };
+	int i, n;
 
-	if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-		   "%63s %63s %63s", f[0], f[1], f[2]) != 3)
+	n = sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+		   "%63s %63s %63s %63s %63s", f[0], f[1], f[2], f[3], f[4]);
+	if (n < 3)
 		return 0;
-	for (i = 0; i < 2; i++)
+	if (n != 3 && n != 5)
+		return -EPROTO;
+	for (i = 0; i < n - 1; i++)
 		if (parse_u64_or_dash(f[i + 1], &v[i]))
 			return -EPROTO;
+	st->snap_cow_bytes = v[2];
+	st->snap_cow_size = v[3];
 	if (!strcmp(f[0], "active"))
 		st->snapshot = TRACK_DM_SNAP_ACTIVE;
 	else if (!strcmp(f[0], "failed"))

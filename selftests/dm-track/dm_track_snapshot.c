@@ -22,6 +22,8 @@
 #define VIEW_PATH	"/dev/mapper/" VIEW_NAME
 #define SEED_FROZEN	1
 #define SEED_NEW	2
+#define COW_NAME	"lt-cow"
+#define COW_PATH	"/dev/mapper/" COW_NAME
 
 static int baseline(void)
 {
@@ -176,6 +178,7 @@ FIXTURE_TEARDOWN(snap)
 		track_dm_free(self->dm);
 	view_remove();
 	tt_remove(TT_NAME);
+	vm_run("dmsetup remove --noudevsync " COW_NAME " 2>/dev/null");
 }
 
 /*
@@ -875,6 +878,177 @@ TEST_F(snap, view_reads_fail_after_the_track_device_is_reloaded_or_removed)
 	view_remove();
 	EXPECT_NE(0, view_create());
 	free(buf);
+}
+
+/*
+ *--------------------------------------------------------------
+ * The COW device: preserved data past the memory limit.
+ *--------------------------------------------------------------
+ */
+
+/* A track device of SECTORS with a COW device of COW_SECTORS, and a view. */
+static int cow_device(struct track_dm **dm, unsigned long long sectors,
+		      unsigned long long cow_sectors)
+{
+	track_dm_free(*dm);
+	*dm = NULL;
+	view_remove();
+	tt_remove(TT_NAME);
+	vm_run("dmsetup remove --noudevsync " COW_NAME " 2>/dev/null");
+	if (vm_run("dmsetup create --noudevsync " COW_NAME
+		   " --table '0 %llu linear " VM_DISK_C " 0'", cow_sectors))
+		return -1;
+	if (vm_run("dmsetup create --noudevsync " TT_NAME " --table '0 %llu track "
+		   VM_DISK_B " 0 8 3 clean cow_dev " COW_PATH "'", sectors))
+		return -1;
+	if (track_dm_open(TT_NAME, dm))
+		return -1;
+	return view_create_sectors(sectors);
+}
+
+/* Blocks FIRST..FIRST+COUNT-1 of the view, read in 64 KiB, not SEED's. */
+static uint64_t bad_view_blocks(unsigned int seed, uint64_t first,
+				uint64_t count)
+{
+	uint64_t b, i, n, bad = 0;
+	unsigned char *buf;
+	int fd;
+
+	if (posix_memalign((void **)&buf, 4096, CHUNK))
+		return count;
+	fd = open(VIEW_PATH, O_RDONLY | O_DIRECT);
+	if (fd < 0) {
+		free(buf);
+		return count;
+	}
+	for (b = first; b < first + count; b += n) {
+		n = first + count - b < CHUNK / BS ? first + count - b : CHUNK / BS;
+		if (pread(fd, buf, n * BS, b * BS) != (ssize_t)(n * BS)) {
+			bad += n;
+			continue;
+		}
+		for (i = 0; i < n; i++)
+			bad += first_mismatch(buf + i * BS, BS, seed,
+					      (b + i) * BS) >= 0;
+	}
+	close(fd);
+	free(buf);
+	return bad;
+}
+
+/*
+ * A memory limit of 16 blocks, a COW device, and every frozen block
+ * overwritten before the copy and again during it: 16 blocks are kept in
+ * memory, the other 496 on the COW device, and the view, read in reads of
+ * 16 blocks that mix both, returns the freeze-time data of every one. The
+ * status shows what went where; the next snapshot starts with an empty
+ * COW device and reads the new data.
+ */
+TEST_F(snap, cow_device_holds_what_the_memory_limit_cannot)
+{
+	long long bytes, limit;
+	struct track_dm_status st;
+	int status, writes_ok;
+	char state[64];
+	pid_t writer;
+	uint64_t e;
+
+	if (baseline())
+		SKIP(return, "snapshot mode only");
+	ASSERT_EQ(0, cow_device(&self->dm, SECTORS, SECTORS));
+	ASSERT_EQ(0, vm_run("dmsetup table " TT_NAME " | grep -q ' cow_dev [0-9]*:[0-9]*$'"))
+		TH_LOG("dmsetup table shows the COW device as major:minor");
+	ASSERT_EQ(0, write_blocks(SEED_FROZEN, 0, FROZEN));
+	ASSERT_EQ(0, snap_freeze("64K", &e));
+	ASSERT_EQ(0, write_blocks(SEED_NEW, 0, NBLOCKS));
+
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
+	EXPECT_EQ(TRACK_DM_SNAP_ACTIVE, st.snapshot);
+	EXPECT_EQ(FROZEN * BS, st.snap_bytes);
+	EXPECT_EQ(65536, st.snap_limit);
+	EXPECT_EQ((FROZEN - 16) * BS, st.snap_cow_bytes);
+	EXPECT_EQ(SECTORS * 512, st.snap_cow_size);
+	ASSERT_EQ(0, snap_status(state, sizeof(state), &bytes, &limit));
+	EXPECT_STREQ("active", state);
+
+	writer = fork();
+	ASSERT_LE(0, writer);
+	if (!writer) {
+		uint64_t b;
+
+		for (b = NBLOCKS; b-- > 0;)
+			if (write_blocks(SEED_NEW, b, 1))
+				_exit(1);
+		_exit(0);
+	}
+	EXPECT_EQ(0, bad_view_blocks(SEED_FROZEN, 0, FROZEN))
+		TH_LOG("frozen blocks of the view that are not as at the freeze");
+	ASSERT_EQ(writer, waitpid(writer, &status, 0));
+	writes_ok = WIFEXITED(status) && !WEXITSTATUS(status);
+	EXPECT_EQ(1, writes_ok) TH_LOG("an application write failed");
+	ASSERT_EQ(0, track_dm_commit(self->dm, e));
+
+	/* The next snapshot: an empty COW device, the new data. */
+	ASSERT_EQ(0, snap_freeze("64K", &e));
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
+	EXPECT_EQ(0, st.snap_bytes);
+	EXPECT_EQ(0, st.snap_cow_bytes);
+	EXPECT_EQ(0, bad_view_blocks(SEED_NEW, 0, NBLOCKS));
+	ASSERT_EQ(0, track_dm_commit(self->dm, e));
+}
+
+/* The COW device must be a device of this track device's own. */
+TEST_F(snap, cow_device_must_be_its_own)
+{
+	if (baseline())
+		SKIP(return, "snapshot mode only");
+	ASSERT_EQ(0, cow_device(&self->dm, SECTORS, SECTORS));
+	/* Another track device on the same COW device, or its data device. */
+	EXPECT_NE(0, vm_run("dmsetup create --noudevsync lt-track2 --table '0 8 track "
+			    VM_DISK_D " 0 8 2 cow_dev " COW_PATH "' 2>/dev/null"));
+	EXPECT_NE(0, vm_run("dmsetup create --noudevsync lt-track2 --table '0 8 track "
+			    VM_DISK_D " 0 8 2 cow_dev " VM_DISK_D "' 2>/dev/null"));
+	EXPECT_NE(0, vm_run("dmsetup create --noudevsync lt-track2 --table '0 8 track "
+			    VM_DISK_D " 0 8 1 cow_dev' 2>/dev/null"));
+	vm_run("dmsetup remove --noudevsync lt-track2 2>/dev/null");
+}
+
+/*
+ * A COW device of 64 blocks and a memory limit of 16 that writes during a
+ * slow dmextract exceed: the copy fails naming the COW device, the epoch
+ * is aborted, no application write fails, and the next sync converges.
+ */
+TEST_F(snap, cow_device_full_fails_the_copy_not_the_writes)
+{
+	struct track_dm_status st;
+	int rc, writes_ok;
+
+	if (baseline())
+		SKIP(return, "snapshot mode only");
+	if (vm_run("command -v dmextract >/dev/null && command -v dmmerge >/dev/null"))
+		SKIP(return, "dmextract or dmmerge is not installed");
+	ASSERT_EQ(0, cow_device(&self->dm, TSECTORS, 512));
+	view_remove();	/* dmextract makes its own */
+	ASSERT_EQ(0, vm_run("dd if=/dev/zero of=" REPLICA " bs=1M count=48 2>/dev/null"));
+	ASSERT_EQ(0, write_blocks(SEED_FROZEN, 0, TFROZEN));
+
+	rc = extract_slowly("--snapshot=64K", STREAM, 20000, &writes_ok);
+	vm_run("sed 's/^/# dmextract: /' /tmp/x.err");
+	EXPECT_EQ(1, rc);
+	EXPECT_EQ(1, writes_ok) TH_LOG("an application write failed");
+	EXPECT_EQ(0, vm_run("grep -q 'snapshot of epoch .* failed.*COW device' /tmp/x.err"));
+	EXPECT_EQ(0, vm_run("grep -q 'abort' /tmp/x.err"));
+	EXPECT_EQ(0, vm_run("dmesg | grep -q 'the COW device is full'"));
+	ASSERT_EQ(0, track_dm_get_status(self->dm, &st));
+	EXPECT_EQ(0, st.frozen_epoch);
+	EXPECT_EQ(TRACK_DM_SNAP_NONE, st.snapshot);
+	EXPECT_EQ(TBLOCKS, st.dirty_active);
+
+	ASSERT_EQ(0, vm_run("dmextract --snapshot " TT_NAME " >" STREAM));
+	ASSERT_EQ(0, vm_run("dmmerge " REPLICA " <" STREAM));
+	EXPECT_EQ(0, bad_blocks(REPLICA, SEED_NEW, 0, TBLOCKS));
+	unlink(STREAM);
+	unlink(REPLICA);
 }
 
 TEST_HARNESS_MAIN

@@ -258,17 +258,29 @@ int ds_epoch_for_each(struct ds_epoch *e,
 void ds_epoch_explain(struct ds_epoch *e)
 {
 	struct track_dm_status st;
-	char a[32];
+	char a[32], b[32];
 
 	if (!e->dm || !e->view[0] || track_dm_get_status(e->dm, &st) ||
 	    st.snapshot != TRACK_DM_SNAP_FAILED)
 		return;
-	ds_err("%s: the snapshot of epoch %" PRIu64 " failed (the data "
-	       "preserved for it reached its limit of %s, or see the kernel "
-	       "log): the copy is not an image of the freeze; aborting, the "
-	       "blocks stay dirty (raise --snapshot=LIMIT, or sync when "
-	       "fewer writes come)", e->name, e->epoch,
-	       ds_human(st.snap_limit, a, sizeof(a)));
+	if (st.snap_cow_size)
+		ds_err("%s: the snapshot of epoch %" PRIu64 " failed (the "
+		       "data preserved for it filled its limit of %s in "
+		       "memory and the COW device of %s, or see the kernel "
+		       "log): the copy is not an image of the freeze; "
+		       "aborting, the blocks stay dirty (give the table a "
+		       "larger cow_dev, raise --snapshot=LIMIT, or sync when "
+		       "fewer writes come)", e->name, e->epoch,
+		       ds_human(st.snap_limit, a, sizeof(a)),
+		       ds_human(st.snap_cow_size, b, sizeof(b)));
+	else
+		ds_err("%s: the snapshot of epoch %" PRIu64 " failed (the "
+		       "data preserved for it reached its limit of %s, or "
+		       "see the kernel log): the copy is not an image of the "
+		       "freeze; aborting, the blocks stay dirty (raise "
+		       "--snapshot=LIMIT, give the table a cow_dev, or sync "
+		       "when fewer writes come)", e->name, e->epoch,
+		       ds_human(st.snap_limit, a, sizeof(a)));
 }
 
 int ds_epoch_commit(struct ds_epoch *e)
