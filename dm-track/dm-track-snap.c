@@ -15,10 +15,14 @@
  * data is preserved, and the preservation is only stored after the read
  * mark is checked) or the preserved data replaces what it saw.
  *
- * Memory is bounded: when the preserved data would exceed the limit, or
- * memory or the origin read fails, the snapshot fails. The view then fails
- * every read and "commit" is refused, so the copier aborts the epoch and
- * the blocks stay dirty; application writes go on, never failed.
+ * Memory is bounded: when the preserved data would exceed the limit, it
+ * goes to the COW device of the table, if there is one, into slots of one
+ * block handed out in order and never reused while the snapshot lasts.
+ * When that is full too, or memory or an I/O fails, the snapshot fails.
+ * The view then fails every read and "commit" is refused, so the copier
+ * aborts the epoch and the blocks stay dirty; application writes go on,
+ * never failed. A view read that covers a block preserved on the COW
+ * device is finished by a worker, which reads the slot.
  */
 #include "dm-track.h"
 
@@ -27,9 +31,14 @@
 #include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/wait.h>
 #include <linux/xarray.h>
 
-/* A frozen block the view has read whole: no longer preserved. */
+/*
+ * A frozen block the view has read whole: no longer preserved. A block
+ * preserved on the COW device is xa_mk_value(slot + 1); one preserved in
+ * memory points to its data.
+ */
 #define SNAP_READ		xa_mk_value(0)
 
 /* A write over more blocks than this is checked by the worker, not in map. */
@@ -43,9 +52,21 @@ struct track_snap {
 	bool failed;			/* set under the xa_lock of blocks */
 	u64 epoch;
 	u64 seq;
-	u64 limit;			/* bytes of preserved data */
-	atomic64_t bytes;
+	u64 limit;			/* bytes of preserved data in memory */
+	atomic64_t bytes;		/* in memory */
+	/* On the COW device: slots of one block, handed out in order. */
+	u64 cow_slots;			/* 0: no COW device */
+	atomic64_t cow_next;
+	atomic64_t cow_bytes;
+	/* View reads finishing with COW data: the snapshot waits for them. */
+	atomic_t cow_readers;
+	wait_queue_head_t cow_wait;
 };
+
+static bool snap_is_cow(void *entry)
+{
+	return xa_is_value(entry) && entry != SNAP_READ;
+}
 
 static const char *snap_name(struct track_c *tc)
 {
@@ -110,17 +131,25 @@ bool track_snap_defer(struct track_snap *snap, struct bio *bio,
 	return true;
 }
 
-static int snap_read_origin(struct track_c *tc, u64 block, void *buf)
+/* The sectors of BLOCK: a whole block, or less for the last one. */
+static sector_t snap_block_sectors(struct track_c *tc, u64 block)
 {
 	sector_t pos = block << tc->block_shift;
+
+	return min_t(sector_t, 1U << tc->block_shift, tc->ti->len - pos);
+}
+
+/* Read or write COUNT sectors of BDEV at SECTOR from or into BUF. */
+static int snap_io(struct track_c *tc, blk_opf_t opf, struct block_device *bdev,
+		   sector_t sector, sector_t count, void *buf)
+{
 	struct dm_io_region where = {
-		.bdev = tc->dev->bdev,
-		.sector = tc->start + pos,
-		.count = min_t(sector_t, 1U << tc->block_shift,
-			       tc->ti->len - pos),
+		.bdev = bdev,
+		.sector = sector,
+		.count = count,
 	};
 	struct dm_io_request req = {
-		.bi_opf = REQ_OP_READ | REQ_SYNC,
+		.bi_opf = opf | REQ_SYNC,
 		.client = tc->snap_io,
 	};
 
@@ -134,20 +163,66 @@ static int snap_read_origin(struct track_c *tc, u64 block, void *buf)
 	return dm_io(&req, 1, &where, NULL, IOPRIO_DEFAULT);
 }
 
+static int snap_read_origin(struct track_c *tc, u64 block, void *buf)
+{
+	return snap_io(tc, REQ_OP_READ, tc->dev->bdev,
+		       tc->start + (block << tc->block_shift),
+		       snap_block_sectors(tc, block), buf);
+}
+
+/*
+ * Preserve BLOCK on the COW device, in the next free slot: read it from
+ * the origin into BUF, write it to the slot, then publish the slot. A slot
+ * is never reused while the snapshot lasts, so a view read that found it
+ * may read it later. False when the snapshot failed.
+ */
+static bool snap_preserve_cow(struct track_snap *snap, u64 block, void *buf)
+{
+	struct track_c *tc = snap->tc;
+	sector_t count = snap_block_sectors(tc, block);
+	u64 slot;
+	int r;
+
+	slot = atomic64_inc_return(&snap->cow_next) - 1;
+	if (slot >= snap->cow_slots) {
+		snap_fail(snap, "the COW device is full");
+		return false;
+	}
+	if (snap_read_origin(tc, block, buf)) {
+		snap_fail(snap, "reading a block to preserve failed");
+		return false;
+	}
+	if (snap_io(tc, REQ_OP_WRITE, tc->cow_dev->bdev,
+		    slot << tc->block_shift, count, buf)) {
+		snap_fail(snap, "writing to the COW device failed");
+		return false;
+	}
+	/* -EBUSY: the view read it whole meanwhile; the slot stays unused. */
+	r = xa_insert_irq(&snap->blocks, block, xa_mk_value(slot + 1),
+			  GFP_KERNEL);
+	if (r && r != -EBUSY) {
+		snap_fail(snap, "out of memory for the block index");
+		return false;
+	}
+	if (!r)
+		atomic64_add(snap_block_bytes(tc), &snap->cow_bytes);
+	return true;
+}
+
 /* Keep the freeze-time data of the blocks of FIRST..LAST that need it. */
 static void snap_preserve(struct track_snap *snap, u64 first, u64 last)
 {
 	struct track_c *tc = snap->tc;
 	unsigned int bytes = snap_block_bytes(tc);
 	struct track_bitset *frozen;
-	void *buf;
+	void *buf, *cow_buf = NULL;
 	u64 b;
 	int r;
 
 	for (b = first; b <= last; b++) {
 		cond_resched();
 		if (READ_ONCE(snap->failed))
-			return;
+			break;
 		/* Pairs with track_snap_start(). */
 		frozen = smp_load_acquire(&snap->frozen);
 		if (frozen && !track_bitset_test(frozen, b))
@@ -156,21 +231,33 @@ static void snap_preserve(struct track_snap *snap, u64 first, u64 last)
 			continue;
 		if (atomic64_add_return(bytes, &snap->bytes) > snap->limit) {
 			atomic64_sub(bytes, &snap->bytes);
-			snap_fail(snap, "the preserved data reached the limit");
-			return;
+			if (!snap->cow_slots) {
+				snap_fail(snap, "the preserved data reached the limit");
+				break;
+			}
+			if (!cow_buf)
+				cow_buf = kvmalloc(bytes,
+						   GFP_KERNEL | __GFP_NOWARN);
+			if (!cow_buf) {
+				snap_fail(snap, "out of memory for a COW copy");
+				break;
+			}
+			if (!snap_preserve_cow(snap, b, cow_buf))
+				break;
+			continue;
 		}
 		buf = kvmalloc(bytes, GFP_KERNEL | __GFP_NOWARN);
 		if (!buf) {
 			atomic64_sub(bytes, &snap->bytes);
 			snap_fail(snap, "out of memory for preserved data");
-			return;
+			break;
 		}
 		r = snap_read_origin(tc, b, buf);
 		if (r) {
 			kvfree(buf);
 			atomic64_sub(bytes, &snap->bytes);
 			snap_fail(snap, "reading a block to preserve failed");
-			return;
+			break;
 		}
 		/* -EBUSY: the view read it whole meanwhile, or a write. */
 		r = xa_insert_irq(&snap->blocks, b, buf, GFP_KERNEL);
@@ -179,10 +266,11 @@ static void snap_preserve(struct track_snap *snap, u64 first, u64 last)
 			atomic64_sub(bytes, &snap->bytes);
 			if (r != -EBUSY) {
 				snap_fail(snap, "out of memory for the block index");
-				return;
+				break;
 			}
 		}
 	}
+	kvfree(cow_buf);
 }
 
 static void snap_worker(struct work_struct *work)
@@ -244,6 +332,13 @@ struct track_snap *track_snap_create(struct track_c *tc, u64 limit)
 	snap->tc = tc;
 	snap->limit = limit;
 	atomic64_set(&snap->bytes, 0);
+	if (tc->cow_dev)
+		snap->cow_slots = bdev_nr_sectors(tc->cow_dev->bdev) >>
+				  tc->block_shift;
+	atomic64_set(&snap->cow_next, 0);
+	atomic64_set(&snap->cow_bytes, 0);
+	atomic_set(&snap->cow_readers, 0);
+	init_waitqueue_head(&snap->cow_wait);
 	xa_init_flags(&snap->blocks, XA_FLAGS_LOCK_IRQ);
 	return snap;
 }
@@ -301,6 +396,8 @@ void track_snap_drop(struct track_c *tc)
 		RCU_INIT_POINTER(active->snap, NULL);
 	synchronize_rcu();
 	flush_work(&tc->snap_work);
+	/* View reads that found a COW block counted themselves under RCU. */
+	wait_event(snap->cow_wait, !atomic_read(&snap->cow_readers));
 	snap_free(snap);
 }
 
@@ -315,22 +412,33 @@ bool track_snap_usable(struct track_c *tc)
 	return snap && !READ_ONCE(snap->failed);
 }
 
-/* Status: <snapshot: - | active | failed> <preserved bytes | -> <limit | -> */
+/*
+ * Status: <snapshot: - | active | failed> <preserved bytes | -> <limit | ->
+ * <preserved on the COW device | -> <COW device bytes | ->
+ */
 void track_snap_status(struct track_c *tc, char *result, unsigned int maxlen,
 		       ssize_t *szp)
 {
 	struct track_snap *snap;
 	ssize_t sz = *szp;
+	s64 cow;
 
 	snap = rcu_dereference_protected(tc->snap, lockdep_is_held(&tc->lock));
-	if (snap)
+	if (snap) {
+		cow = atomic64_read(&snap->cow_bytes);
 		DMEMIT(" %s %lld %llu", READ_ONCE(snap->failed) ?
-		       "failed" : "active", atomic64_read(&snap->bytes),
+		       "failed" : "active", atomic64_read(&snap->bytes) + cow,
 		       snap->limit);
-	else if (tc->snap_epoch && tc->snap_epoch == tc->frozen_epoch)
-		DMEMIT(" failed - -");
-	else
-		DMEMIT(" - - -");
+		if (snap->cow_slots)
+			DMEMIT(" %lld %llu", cow, snap->cow_slots *
+			       snap_block_bytes(tc));
+		else
+			DMEMIT(" - -");
+	} else if (tc->snap_epoch && tc->snap_epoch == tc->frozen_epoch) {
+		DMEMIT(" failed - - - -");
+	} else {
+		DMEMIT(" - - - - -");
+	}
 	*szp = sz;
 }
 
@@ -340,49 +448,75 @@ void track_snap_status(struct track_c *tc, char *result, unsigned int maxlen,
  *--------------------------------------------------------------
  */
 struct track_view {
-	struct dm_dev *track_dev;	/* held open: it cannot be removed */
+	struct track_c *tc;		/* a reference, not an open device */
 	struct dm_dev *origin;
-	struct track_c *tc;
+	dev_t track_devt;
+	sector_t start;			/* of the track device on the origin */
 };
 
 struct track_view_bio {
 	sector_t offset;		/* of the read, in the track device */
 	struct bvec_iter iter;		/* the read's data, as mapped */
 	u64 seq;			/* the snapshot it was mapped under */
+	/* A read that covers blocks preserved on the COW device. */
+	bool cow_done;
+	struct track_snap *snap;
+	struct work_struct cow_work;
 };
 
+/*
+ * Construct a view: track-view <track device>
+ *
+ * The track device is named by path or major:minor and is not opened: a
+ * file system mounted on it holds it exclusively, and reading the frozen
+ * image of a mounted file system is what the view is for. The view holds
+ * a reference to the track target that is live on it, and opens only that
+ * target's data device, which dm shares between the tables that use it
+ * (as dm-snapshot shares its origin). A reload or removal of the track
+ * device ends the view: its reads then fail with EIO.
+ */
 static int view_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
 	struct track_view *tv;
 	char origin[16];
+	dev_t devt;
 	int r;
 
 	if (argc != 1) {
 		ti->error = "Invalid argument count: <track device>";
 		return -EINVAL;
 	}
+	r = dm_devt_from_path(argv[0], &devt);
+	if (r) {
+		ti->error = "Cannot find the track device";
+		return r;
+	}
 	tv = kzalloc(sizeof(*tv), GFP_KERNEL);
 	if (!tv) {
 		ti->error = "Cannot allocate view context";
 		return -ENOMEM;
 	}
-	r = dm_get_device(ti, argv[0], BLK_OPEN_READ, &tv->track_dev);
-	if (r) {
-		ti->error = "Cannot open the track device";
-		goto bad;
-	}
-	tv->tc = track_get_by_disk(tv->track_dev->bdev->bd_disk);
+	tv->track_devt = devt;
+	tv->tc = track_get_by_devt(devt);
 	if (!tv->tc) {
 		ti->error = "Not a live track device";
 		r = -EINVAL;
 		goto bad;
 	}
+	mutex_lock(&tv->tc->lock);
+	if (!track_ready(tv->tc)) {
+		mutex_unlock(&tv->tc->lock);
+		ti->error = "Not a live track device";
+		r = -EINVAL;
+		goto bad;
+	}
 	if (ti->begin || ti->len > tv->tc->ti->len) {
+		mutex_unlock(&tv->tc->lock);
 		ti->error = "The view must not be larger than the track device";
 		r = -EINVAL;
 		goto bad;
 	}
-	mutex_lock(&tv->tc->lock);
+	tv->start = tv->tc->start;
 	strscpy(origin, tv->tc->dev->name, sizeof(origin));
 	mutex_unlock(&tv->tc->lock);
 	r = dm_get_device(ti, origin, BLK_OPEN_READ, &tv->origin);
@@ -399,8 +533,6 @@ static int view_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 bad:
 	if (tv->tc)
 		track_put(tv->tc);
-	if (tv->track_dev)
-		dm_put_device(ti, tv->track_dev);
 	kfree(tv);
 	return r;
 }
@@ -410,7 +542,6 @@ static void view_dtr(struct dm_target *ti)
 	struct track_view *tv = ti->private;
 
 	dm_put_device(ti, tv->origin);
-	dm_put_device(ti, tv->track_dev);
 	track_put(tv->tc);
 	kfree(tv);
 }
@@ -433,7 +564,8 @@ static int view_map(struct dm_target *ti, struct bio *bio)
 
 	rcu_read_lock();
 	snap = rcu_dereference(tc->snap);
-	failed = snap && READ_ONCE(snap->failed);
+	/* An epoch frozen in snapshot mode whose snapshot ended: no image. */
+	failed = snap ? READ_ONCE(snap->failed) : !!READ_ONCE(tc->snap_epoch);
 	if (snap)
 		seq = snap->seq;
 	rcu_read_unlock();
@@ -441,11 +573,12 @@ static int view_map(struct dm_target *ti, struct bio *bio)
 		return DM_MAPIO_KILL;
 
 	bio_set_dev(bio, tv->origin->bdev);
-	bio->bi_iter.bi_sector = tc->start + offset;
+	bio->bi_iter.bi_sector = tv->start + offset;
 	vb = dm_per_bio_data(bio, sizeof(*vb));
 	vb->offset = offset;
 	vb->iter = bio->bi_iter;
 	vb->seq = seq;
+	vb->cow_done = false;
 	return DM_MAPIO_REMAPPED;
 }
 
@@ -466,9 +599,11 @@ static void copy_to_bio(struct bio *bio, struct bvec_iter iter,
 
 /*
  * A view read completed: put the preserved data of its frozen blocks over
- * what it read, and mark the frozen blocks it read whole as read.
+ * what it read, and mark the frozen blocks it read whole as read. True if
+ * some of them are preserved on the COW device: the caller has that read
+ * by snap_cow_read().
  */
-static void snap_read_done(struct track_snap *snap, struct bio *bio,
+static bool snap_read_done(struct track_snap *snap, struct bio *bio,
 			   struct track_view_bio *vb, blk_status_t *error)
 {
 	struct track_c *tc = snap->tc;
@@ -477,6 +612,7 @@ static void snap_read_done(struct track_snap *snap, struct bio *bio,
 	u64 b, first = start >> tc->block_shift;
 	u64 last = (end - 1) >> tc->block_shift;
 	unsigned long flags;
+	bool cow = false;
 	void *entry;
 
 	xa_lock_irqsave(&snap->blocks, flags);
@@ -494,6 +630,8 @@ static void snap_read_done(struct track_snap *snap, struct bio *bio,
 		if (entry && !xa_is_value(entry)) {
 			copy_to_bio(bio, vb->iter, (lo - start) << 9,
 				    entry + ((lo - bs) << 9), (hi - lo) << 9);
+		} else if (snap_is_cow(entry)) {
+			cow = true;
 		} else if (!entry && lo == bs && hi == be &&
 			   xa_is_err(__xa_store(&snap->blocks, b, SNAP_READ,
 						GFP_ATOMIC))) {
@@ -502,11 +640,67 @@ static void snap_read_done(struct track_snap *snap, struct bio *bio,
 			xa_unlock_irqrestore(&snap->blocks, flags);
 			DMERR("%s: snapshot of epoch %llu failed: no memory to mark a block read",
 			      snap_name(tc), snap->epoch);
-			return;
+			return false;
 		}
 	}
 out:
 	xa_unlock_irqrestore(&snap->blocks, flags);
+	return cow && !*error;
+}
+
+/*
+ * Finish a view read with the data of its blocks preserved on the COW
+ * device. A slot, once in the index, holds its block until the snapshot
+ * ends, and the snapshot waits for this (cow_readers) before it ends.
+ */
+static void snap_cow_read(struct work_struct *work)
+{
+	struct track_view_bio *vb = container_of(work, struct track_view_bio,
+						 cow_work);
+	struct bio *bio = dm_bio_from_per_bio_data(vb, sizeof(*vb));
+	struct track_snap *snap = vb->snap;
+	struct track_c *tc = snap->tc;
+	sector_t start = vb->offset, end = start + (vb->iter.bi_size >> 9);
+	u64 b, first = start >> tc->block_shift;
+	u64 last = (end - 1) >> tc->block_shift;
+	unsigned int noio = memalloc_noio_save();
+	void *buf, *entry;
+
+	buf = kvmalloc(snap_block_bytes(tc), GFP_KERNEL);
+	if (!buf) {
+		snap_fail(snap, "out of memory to read the COW device");
+		bio->bi_status = BLK_STS_IOERR;
+		goto out;
+	}
+	for (b = first; b <= last; b++) {
+		sector_t bs = b << tc->block_shift;
+		sector_t lo = max(bs, start);
+		sector_t hi = min(bs + (1U << tc->block_shift), end);
+		u64 slot;
+
+		entry = xa_load(&snap->blocks, b);
+		if (!snap_is_cow(entry))
+			continue;
+		slot = xa_to_value(entry) - 1;
+		if (snap_io(tc, REQ_OP_READ, tc->cow_dev->bdev,
+			    slot << tc->block_shift, snap_block_sectors(tc, b),
+			    buf)) {
+			snap_fail(snap, "reading the COW device failed");
+			bio->bi_status = BLK_STS_IOERR;
+			break;
+		}
+		copy_to_bio(bio, vb->iter, (lo - start) << 9,
+			    buf + ((lo - bs) << 9), (hi - lo) << 9);
+	}
+	kvfree(buf);
+out:
+	if (READ_ONCE(snap->failed))
+		bio->bi_status = BLK_STS_IOERR;
+	if (atomic_dec_and_test(&snap->cow_readers))
+		wake_up(&snap->cow_wait);
+	memalloc_noio_restore(noio);
+	vb->cow_done = true;
+	bio_endio(bio);
 }
 
 static int view_end_io(struct dm_target *ti, struct bio *bio,
@@ -519,15 +713,24 @@ static int view_end_io(struct dm_target *ti, struct bio *bio,
 	if (op_is_write(bio_op(bio)) || *error)
 		return DM_ENDIO_DONE;
 	vb = dm_per_bio_data(bio, sizeof(*vb));
-	if (!vb->iter.bi_size || !vb->seq)
+	if (!vb->iter.bi_size || !vb->seq || vb->cow_done)
 		return DM_ENDIO_DONE;
 
 	rcu_read_lock();
 	snap = rcu_dereference(tv->tc->snap);
-	if (snap && snap->seq == vb->seq)
-		snap_read_done(snap, bio, vb, error);
-	else
+	if (snap && snap->seq == vb->seq) {
+		if (snap_read_done(snap, bio, vb, error)) {
+			/* The snapshot, and so its worker, waits for it. */
+			atomic_inc(&snap->cow_readers);
+			vb->snap = snap;
+			INIT_WORK(&vb->cow_work, snap_cow_read);
+			queue_work(tv->tc->snap_wq, &vb->cow_work);
+			rcu_read_unlock();
+			return DM_ENDIO_INCOMPLETE;
+		}
+	} else {
 		*error = BLK_STS_IOERR;	/* its snapshot ended meanwhile */
+	}
 	rcu_read_unlock();
 	return DM_ENDIO_DONE;
 }
@@ -544,7 +747,7 @@ static void view_status(struct dm_target *ti, status_type_t type,
 		*result = '\0';
 		break;
 	case STATUSTYPE_TABLE:
-		DMEMIT("%s", tv->track_dev->name);
+		DMEMIT("%u:%u", MAJOR(tv->track_devt), MINOR(tv->track_devt));
 		break;
 	case STATUSTYPE_IMA:
 		*result = '\0';
@@ -557,12 +760,12 @@ static int view_iterate_devices(struct dm_target *ti,
 {
 	struct track_view *tv = ti->private;
 
-	return fn(ti, tv->origin, tv->tc->start, ti->len, data);
+	return fn(ti, tv->origin, tv->start, ti->len, data);
 }
 
 static struct target_type view_target = {
 	.name = "track-view",
-	.version = {1, 0, 0},
+	.version = {1, 1, 0},
 	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = view_ctr,

@@ -288,8 +288,11 @@ void track_unlock(struct track_c *tc)
 	kref_put(&tc->ref, track_release);
 }
 
-/* The ready track target of the mapped device DISK, with a reference. */
-struct track_c *track_get_by_disk(struct gendisk *disk)
+/*
+ * The ready track target of the mapped device whose disk is DEVT, with a
+ * reference; NULL if DEVT is not a track device (or not a whole one).
+ */
+struct track_c *track_get_by_devt(dev_t devt)
 {
 	struct track_c *tc, *found = NULL;
 
@@ -298,7 +301,7 @@ struct track_c *track_get_by_disk(struct gendisk *disk)
 		enum track_state st = READ_ONCE(tc->state);
 
 		if ((st == TRACK_LIVE || st == TRACK_SUSPENDED) &&
-		    dm_disk(dm_table_get_md(tc->ti->table)) == disk) {
+		    disk_devt(dm_disk(dm_table_get_md(tc->ti->table))) == devt) {
 			kref_get(&tc->ref);
 			found = tc;
 			break;
@@ -452,6 +455,8 @@ static void track_destroy(struct track_c *tc)
 	if (rcu_access_pointer(tc->snap))
 		track_snap_drop(tc);
 	track_snap_exit(tc);
+	if (tc->cow_dev)
+		dm_put_device(tc->ti, tc->cow_dev);
 	if (tc->md)
 		track_metadata_close(tc->md);
 	if (tc->md_dev)
@@ -479,8 +484,32 @@ static bool md_in_use(struct track_c *tc)
 
 	lockdep_assert_held(&track_devices_lock);
 	list_for_each_entry(other, &track_devices, list) {
-		if (other->md_dev && other->md_dev->bdev == tc->md_dev->bdev &&
-		    dm_table_get_md(other->ti->table) != md)
+		if (dm_table_get_md(other->ti->table) == md)
+			continue;
+		if ((other->md_dev && other->md_dev->bdev == tc->md_dev->bdev) ||
+		    (other->cow_dev && other->cow_dev->bdev == tc->md_dev->bdev))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Is TC's COW device used by a track target of another mapped device, as
+ * its COW, metadata or data device? Both would write the same slots.
+ */
+static bool cow_in_use(struct track_c *tc)
+{
+	struct mapped_device *md = dm_table_get_md(tc->ti->table);
+	struct block_device *cow = tc->cow_dev->bdev;
+	struct track_c *other;
+
+	lockdep_assert_held(&track_devices_lock);
+	list_for_each_entry(other, &track_devices, list) {
+		if (dm_table_get_md(other->ti->table) == md)
+			continue;
+		if ((other->cow_dev && other->cow_dev->bdev == cow) ||
+		    (other->md_dev && other->md_dev->bdev == cow) ||
+		    other->dev->bdev == cow)
 			return true;
 	}
 	return false;
@@ -504,11 +533,11 @@ static int parse_block_size(struct track_c *tc, const char *arg, char **error)
 }
 
 static int parse_features(struct dm_arg_set *as, struct track_c *tc,
-			  const char **md_path, unsigned int *region_sectors,
-			  char **error)
+			  const char **md_path, const char **cow_path,
+			  unsigned int *region_sectors, char **error)
 {
 	static const struct dm_arg _args[] = {
-		{0, 5, "Invalid number of feature arguments"},
+		{0, 7, "Invalid number of feature arguments"},
 	};
 	unsigned int argc;
 	const char *arg;
@@ -534,6 +563,13 @@ static int parse_features(struct dm_arg_set *as, struct track_c *tc,
 				return -EINVAL;
 			}
 			*md_path = dm_shift_arg(as);
+			argc--;
+		} else if (!strcasecmp(arg, "cow_dev")) {
+			if (!argc) {
+				*error = "Feature cow_dev needs a device";
+				return -EINVAL;
+			}
+			*cow_path = dm_shift_arg(as);
 			argc--;
 		} else if (!strcasecmp(arg, "region_size")) {
 			if (!argc ||
@@ -566,12 +602,14 @@ static int parse_features(struct dm_arg_set *as, struct track_c *tc,
  *   metadata <dev path>     keep the dirty set on this device across
  *                           restarts and crashes
  *   region_size <sectors>   write-intent granularity with metadata
+ *   cow_dev <dev path>      snapshot mode keeps the preserved data that
+ *                           exceeds the memory limit on this device
  */
 static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
 	struct dm_arg_set as = { .argc = argc, .argv = argv };
 	unsigned int region_sectors = 0;
-	const char *md_path = NULL;
+	const char *md_path = NULL, *cow_path = NULL;
 	unsigned long long offset;
 	struct track_c *tc;
 	char dummy;
@@ -625,7 +663,8 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		goto bad;
 
 	dm_consume_args(&as, 3);
-	r = parse_features(&as, tc, &md_path, &region_sectors, &ti->error);
+	r = parse_features(&as, tc, &md_path, &cow_path, &region_sectors,
+			   &ti->error);
 	if (r)
 		goto bad;
 	if (as.argc) {
@@ -670,6 +709,21 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 			goto bad;
 	}
 
+	if (cow_path) {
+		r = dm_get_device(ti, cow_path, BLK_OPEN_READ | BLK_OPEN_WRITE,
+				  &tc->cow_dev);
+		if (r) {
+			ti->error = "Cannot open the COW device";
+			goto bad;
+		}
+		if (tc->cow_dev->bdev == tc->dev->bdev ||
+		    (tc->md_dev && tc->cow_dev->bdev == tc->md_dev->bdev)) {
+			ti->error = "The COW device must not be the data or metadata device";
+			r = -EINVAL;
+			goto bad;
+		}
+	}
+
 	ti->num_flush_bios = 1;
 	ti->num_discard_bios = 1;
 	ti->num_secure_erase_bios = 1;
@@ -686,6 +740,12 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		DMERR("%s: give each track device a metadata device of its own",
 		      dm_device_name(dm_table_get_md(ti->table)));
 		ti->error = "The metadata device is in use by another track device";
+		r = -EBUSY;
+		goto bad;
+	}
+	if (tc->cow_dev && cow_in_use(tc)) {
+		mutex_unlock(&track_devices_lock);
+		ti->error = "The COW device is in use by another track device";
 		r = -EBUSY;
 		goto bad;
 	}
@@ -854,7 +914,8 @@ out:
  *
  * <block size> <#blocks> <#dirty active> <#dirty frozen | -> <epoch>
  * <frozen epoch | -> <committed epoch> <memory> <metadata> <id>
- * <snapshot> <preserved bytes> <snapshot limit>
+ * <snapshot> <preserved bytes> <snapshot limit> <preserved on COW>
+ * <COW bytes>
  *
  * block size is in sectors, memory in bytes (both sets); metadata is "-"
  * without a metadata device, "ok", "failed" (a metadata write failed and
@@ -864,7 +925,8 @@ out:
  * state, which a replica can use to know its source. snapshot is "-" (the
  * frozen epoch was not frozen in snapshot mode), "active" or "failed" (it
  * cannot be committed: abort it); preserved bytes and the limit are "-"
- * without a snapshot.
+ * without a snapshot. The last two are the part of the preserved bytes
+ * on the COW device and its size, "-" without a snapshot or COW device.
  */
 static const char * const persist_name[] = {
 	[TRACK_PERSIST_NONE] = "-",
@@ -916,10 +978,15 @@ static void track_status(struct dm_target *ti, status_type_t type,
 		/* The table as given, with devices as major:minor (dm-era). */
 		DMEMIT("%s", tc->dev->name);
 		for (i = 1; i < tc->argc; i++) {
-			bool md_path = tc->md_dev && i > 3 &&
-				       !strcasecmp(tc->argv[i - 1], "metadata");
+			const char *arg = tc->argv[i];
 
-			DMEMIT(" %s", md_path ? tc->md_dev->name : tc->argv[i]);
+			if (i > 3 && tc->md_dev &&
+			    !strcasecmp(tc->argv[i - 1], "metadata"))
+				arg = tc->md_dev->name;
+			else if (i > 3 && tc->cow_dev &&
+				 !strcasecmp(tc->argv[i - 1], "cow_dev"))
+				arg = tc->cow_dev->name;
+			DMEMIT(" %s", arg);
 		}
 		break;
 
@@ -1062,7 +1129,7 @@ static int track_iterate_devices(struct dm_target *ti,
 
 static struct target_type track_target = {
 	.name = "track",
-	.version = {1, 0, 0},
+	.version = {1, 1, 0},
 	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = track_ctr,

@@ -140,6 +140,7 @@ struct track_c {
 	struct work_struct snap_work;
 	struct workqueue_struct *snap_wq;
 	struct dm_io_client *snap_io;
+	struct dm_dev *cow_dev;		/* preserved data past the limit */
 
 	struct track_metadata *md;	/* NULL without a metadata device */
 	struct dm_dev *md_dev;
@@ -163,7 +164,7 @@ bool track_ready(struct track_c *tc);
 
 void track_write_continue(struct track_c *tc, struct bio *bio,
 			  struct track_bio *tb);
-struct track_c *track_get_by_disk(struct gendisk *disk);
+struct track_c *track_get_by_devt(dev_t devt);
 void track_put(struct track_c *tc);
 
 /* dm-track-snap.c */

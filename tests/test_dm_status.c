@@ -90,12 +90,43 @@ static void snapshot_fields_parse(void **state)
 		"8 1024 0 - 3 - 1 900 - id active x 2", &st));
 }
 
+/* dm-track 1.1 adds the COW device's share and size; "-" without one. */
+static void cow_fields_parse(void **state)
+{
+	struct track_dm_status st;
+
+	assert_int_equal(0, trk_dm_parse_status(
+		"8 1024 0 512 3 2 1 900 - id active 2097152 65536 2031616 4194304",
+		&st));
+	assert_int_equal(TRACK_DM_SNAP_ACTIVE, st.snapshot);
+	assert_int_equal(2097152, st.snap_bytes);
+	assert_int_equal(65536, st.snap_limit);
+	assert_int_equal(2031616, st.snap_cow_bytes);
+	assert_int_equal(4194304, st.snap_cow_size);
+	assert_int_equal(0, trk_dm_parse_status(
+		"8 1024 0 512 3 2 1 900 - id active 4096 65536 - -", &st));
+	assert_int_equal(0, st.snap_cow_bytes);
+	assert_int_equal(0, st.snap_cow_size);
+	assert_int_equal(0, trk_dm_parse_status(
+		"8 1024 0 - 3 - 1 900 - id - - - - -", &st));
+	assert_int_equal(TRACK_DM_SNAP_NONE, st.snapshot);
+	/* One COW field without the other is not a line dm-track writes. */
+	assert_int_equal(-EPROTO, trk_dm_parse_status(
+		"8 1024 0 512 3 2 1 900 - id active 4096 65536 4096", &st));
+	assert_int_equal(-EPROTO, trk_dm_parse_status(
+		"8 1024 0 512 3 2 1 900 - id active 4096 65536 x 4096", &st));
+}
+
 /* Reserved space is for later versions: not zero, not accepted. */
 static void create_refuses_nonzero_reserved_fields(void **state)
 {
 	struct track_dm_params p = { .data_dev = "/dev/null" };
 
-	p.reserved[6] = 1;
+	p.reserved[5] = 1;
+	assert_int_equal(track_dm_create("libtrack-test", &p), -EINVAL);
+	/* An empty COW device name is not a device. */
+	p.reserved[5] = 0;
+	p.cow_dev = "";
 	assert_int_equal(track_dm_create("libtrack-test", &p), -EINVAL);
 	assert_int_equal(track_dm_create("libtrack-test", NULL), -EINVAL);
 }
@@ -121,6 +152,7 @@ int main(void)
 		cmocka_unit_test(frozen_epoch_and_metadata_parse),
 		cmocka_unit_test(malformed_lines_are_refused),
 		cmocka_unit_test(snapshot_fields_parse),
+		cmocka_unit_test(cow_fields_parse),
 		cmocka_unit_test(create_refuses_nonzero_reserved_fields),
 		cmocka_unit_test(create_refuses_a_bad_region_size),
 	};

@@ -18,7 +18,7 @@
 static const char usage_text[] =
 "Usage: dmtrack COMMAND NAME [ARGS]\n"
 "\n"
-"  create NAME DEVICE [--block-size BYTES] [--metadata DEV [--region-size BYTES]] [--clean]\n"
+"  create NAME DEVICE [--block-size BYTES] [--metadata DEV [--region-size BYTES]] [--cow-dev DEV] [--clean]\n"
 "                     [--offset SECTORS] [--length SECTORS] [--uuid UUID]\n"
 "                      make /dev/mapper/NAME track writes to DEVICE\n"
 "  status NAME [--json] block size, dirty blocks, epochs, memory\n"
@@ -102,6 +102,7 @@ static int cmd_create(int argc, char **argv)
 		{ "block-size", required_argument, NULL, 'b' },
 		{ "metadata", required_argument, NULL, 'm' },
 		{ "region-size", required_argument, NULL, 'r' },
+		{ "cow-dev", required_argument, NULL, 'w' },
 		{ "clean", no_argument, NULL, 'c' },
 		{ "offset", required_argument, NULL, 'o' },
 		{ "length", required_argument, NULL, 'l' },
@@ -113,7 +114,7 @@ static int cmd_create(int argc, char **argv)
 	const char *name;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "b:m:r:co:l:u:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:m:r:w:co:l:u:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			p.block_size = parse_u64(optarg, "block size");
@@ -125,6 +126,9 @@ static int cmd_create(int argc, char **argv)
 			break;
 		case 'm':
 			p.metadata_dev = optarg;
+			break;
+		case 'w':
+			p.cow_dev = optarg;
 			break;
 		case 'r':
 			p.region_size = parse_u64(optarg, "region size");

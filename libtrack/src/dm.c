@@ -137,7 +137,8 @@ TRACK_EXPORT int track_dm_create(const char *name,
 
 	dm_setup();
 	if (!name || !*name || strlen(name) >= DM_NAME_LEN || !p ||
-	    !p->data_dev || !trk_all_zero(p->reserved, sizeof(p->reserved)))
+	    !p->data_dev || !trk_all_zero(p->reserved, sizeof(p->reserved)) ||
+	    (p->cow_dev && !*p->cow_dev))
 		return -EINVAL;
 	length = p->length;
 	bs = p->block_size ? p->block_size : 4096;
@@ -170,13 +171,15 @@ TRACK_EXPORT int track_dm_create(const char *name,
 			       (p->region_size & (p->region_size - 1)) ||
 			       p->region_size / 512 > UINT32_MAX))
 		return -EINVAL;
-	if (p->clean || p->metadata_dev)
-		n += snprintf(params + n, sizeof(params) - n, " %d%s%s%s",
+	if (p->clean || p->metadata_dev || p->cow_dev)
+		n += snprintf(params + n, sizeof(params) - n, " %d%s%s%s%s%s",
 			      (p->clean ? 1 : 0) + (p->metadata_dev ? 2 : 0) +
-			      (p->region_size ? 2 : 0),
+			      (p->region_size ? 2 : 0) + (p->cow_dev ? 2 : 0),
 			      p->clean ? " clean" : "",
 			      p->metadata_dev ? " metadata " : "",
-			      p->metadata_dev ? p->metadata_dev : "");
+			      p->metadata_dev ? p->metadata_dev : "",
+			      p->cow_dev ? " cow_dev " : "",
+			      p->cow_dev ? p->cow_dev : "");
 	if (p->region_size && n < (int)sizeof(params))
 		n += snprintf(params + n, sizeof(params) - n,
 			      " region_size %" PRIu64, p->region_size / 512);
@@ -304,19 +307,27 @@ static int parse_u64_or_dash(const char *s, uint64_t *v)
 	return errno || *end || end == s ? -EPROTO : 0;
 }
 
-/* The snapshot fields after the first ten, absent before snapshot mode. */
+/*
+ * The snapshot fields after the first ten, absent before snapshot mode;
+ * the last two (the COW device) are absent before dm-track 1.1.
+ */
 static int parse_snapshot(const char *line, struct track_dm_status *st)
 {
-	char f[3][64];
-	uint64_t v[2];
-	int i;
+	char f[5][64];
+	uint64_t v[4] = { 0 };
+	int i, n;
 
-	if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-		   "%63s %63s %63s", f[0], f[1], f[2]) != 3)
+	n = sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+		   "%63s %63s %63s %63s %63s", f[0], f[1], f[2], f[3], f[4]);
+	if (n < 3)
 		return 0;
-	for (i = 0; i < 2; i++)
+	if (n != 3 && n != 5)
+		return -EPROTO;
+	for (i = 0; i < n - 1; i++)
 		if (parse_u64_or_dash(f[i + 1], &v[i]))
 			return -EPROTO;
+	st->snap_cow_bytes = v[2];
+	st->snap_cow_size = v[3];
 	if (!strcmp(f[0], "active"))
 		st->snapshot = TRACK_DM_SNAP_ACTIVE;
 	else if (!strcmp(f[0], "failed"))
@@ -428,8 +439,11 @@ TRACK_EXPORT int track_dm_freeze(struct track_dm *dm, uint64_t *epoch)
 	return parse_u64_or_dash(resp, epoch);
 }
 
-/* Does the kernel have target type NAME (loading no module)? */
-static int has_target(const char *name)
+/*
+ * The version of the kernel's target type NAME (loading no module): its
+ * major * 1000 + minor, or 0 if there is none.
+ */
+static int target_version(const char *name)
 {
 	struct dm_versions *target, *last;
 	struct dm_task *dmt;
@@ -443,7 +457,10 @@ static int has_target(const char *name)
 		do {
 			last = target;
 			if (!strcmp(name, target->name)) {
-				found = 1;
+				found = (int)target->version[0] * 1000 +
+					(int)target->version[1];
+				if (!found)
+					found = 1;
 				break;
 			}
 			target = (struct dm_versions *)((char *)target +
@@ -452,6 +469,12 @@ static int has_target(const char *name)
 	}
 	dm_task_destroy(dmt);
 	return found;
+}
+
+/* Does the kernel have target type NAME (loading no module)? */
+static int has_target(const char *name)
+{
+	return target_version(name) != 0;
 }
 
 TRACK_EXPORT int track_dm_freeze_snapshot(struct track_dm *dm,
@@ -491,8 +514,15 @@ TRACK_EXPORT int track_dm_view_create(struct track_dm *dm, const char *name)
 	if (r)
 		return r;
 	snprintf(params, sizeof(params), "%s", dm->path);
-	return create_device(name, NULL, true, bytes / 512, "track-view",
-			     params);
+	r = create_device(name, NULL, true, bytes / 512, "track-view",
+			  params);
+	/*
+	 * track-view 1.0 opened the track device, which a file system
+	 * mounted on it holds exclusively; 1.1 does not open it.
+	 */
+	if (r && r != -EEXIST && target_version("track-view") < 1001)
+		return -EBUSY;
+	return r;
 }
 
 static int epoch_message(struct track_dm *dm, const char *verb,

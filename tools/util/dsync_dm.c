@@ -91,24 +91,31 @@ static int view_create(struct track_dm *dm, struct ds_epoch *e,
 		return 0;
 	}
 	e->view[0] = 0;
-	if (mode == DS_SNAP_AUTO) {
-		/*
-		 * The default falls back to what a sync did before snapshot
-		 * mode. The view opens the track device, which a file
-		 * system mounted on it holds exclusively (the kernel log
-		 * says "Cannot open the track device (-16)").
-		 */
-		if (ret != -EOPNOTSUPP)
-			ds_err("%s: no snapshot view (%s; a track device "
-			       "under a mounted file system cannot have one "
-			       "yet): copying the live device, as with "
-			       "--no-snapshot", e->name, dm_hint(ret));
+	/*
+	 * The default falls back to what a sync did before snapshot mode
+	 * only where the kernel cannot make the view: no track-view at all
+	 * (silently), or a track-view 1.0, which opened the track device
+	 * and so failed under a mounted file system (-EBUSY, with a
+	 * warning). Any other failure fails the sync, as with --snapshot.
+	 */
+	if (mode == DS_SNAP_AUTO && ret == -EOPNOTSUPP)
+		return 0;
+	if (mode == DS_SNAP_AUTO && ret == -EBUSY) {
+		ds_err("%s: no snapshot view: this kernel's dm-track (track-view "
+		       "1.0) cannot make one of a device a mounted file system "
+		       "holds; update dm-track. Copying the live device, as "
+		       "with --no-snapshot", e->name);
 		return 0;
 	}
 	if (ret == -EOPNOTSUPP)
 		snprintf(msg, msglen, "%s: this kernel's dm-track has no "
 			 "snapshot mode (no track-view target); sync "
 			 "without --snapshot", e->name);
+	else if (ret == -EBUSY)
+		snprintf(msg, msglen, "%s: this kernel's dm-track (track-view "
+			 "1.0) cannot make a snapshot view of a device a mounted "
+			 "file system holds; update dm-track, or sync with "
+			 "--no-snapshot", e->name);
 	else
 		snprintf(msg, msglen, "%s: creating its snapshot view failed: "
 			 "%s", e->name, dm_hint(ret));
@@ -251,17 +258,29 @@ int ds_epoch_for_each(struct ds_epoch *e,
 void ds_epoch_explain(struct ds_epoch *e)
 {
 	struct track_dm_status st;
-	char a[32];
+	char a[32], b[32];
 
 	if (!e->dm || !e->view[0] || track_dm_get_status(e->dm, &st) ||
 	    st.snapshot != TRACK_DM_SNAP_FAILED)
 		return;
-	ds_err("%s: the snapshot of epoch %" PRIu64 " failed (the data "
-	       "preserved for it reached its limit of %s, or see the kernel "
-	       "log): the copy is not an image of the freeze; aborting, the "
-	       "blocks stay dirty (raise --snapshot=LIMIT, or sync when "
-	       "fewer writes come)", e->name, e->epoch,
-	       ds_human(st.snap_limit, a, sizeof(a)));
+	if (st.snap_cow_size)
+		ds_err("%s: the snapshot of epoch %" PRIu64 " failed (the "
+		       "data preserved for it filled its limit of %s in "
+		       "memory and the COW device of %s, or see the kernel "
+		       "log): the copy is not an image of the freeze; "
+		       "aborting, the blocks stay dirty (give the table a "
+		       "larger cow_dev, raise --snapshot=LIMIT, or sync when "
+		       "fewer writes come)", e->name, e->epoch,
+		       ds_human(st.snap_limit, a, sizeof(a)),
+		       ds_human(st.snap_cow_size, b, sizeof(b)));
+	else
+		ds_err("%s: the snapshot of epoch %" PRIu64 " failed (the "
+		       "data preserved for it reached its limit of %s, or "
+		       "see the kernel log): the copy is not an image of the "
+		       "freeze; aborting, the blocks stay dirty (raise "
+		       "--snapshot=LIMIT, give the table a cow_dev, or sync "
+		       "when fewer writes come)", e->name, e->epoch,
+		       ds_human(st.snap_limit, a, sizeof(a)));
 }
 
 int ds_epoch_commit(struct ds_epoch *e)

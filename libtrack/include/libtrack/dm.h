@@ -45,8 +45,10 @@ struct track_dm_status {
 	char track_id[40];	/* stable id of the tracking state (hex) */
 	uint32_t snapshot;	/* enum track_dm_snapshot (since 2.1) */
 	uint64_t snap_bytes;	/* data preserved for the snapshot */
-	uint64_t snap_limit;	/* its limit in bytes */
-	uint64_t reserved[6];	/* zero; later versions may fill these */
+	uint64_t snap_limit;	/* its limit in bytes, in memory */
+	uint64_t snap_cow_bytes; /* of snap_bytes, on the COW device */
+	uint64_t snap_cow_size;	/* the COW device's bytes, 0: none */
+	uint64_t reserved[4];	/* zero; later versions may fill these */
 };
 
 /* The frozen epoch's snapshot (track_dm_freeze_snapshot()). */
@@ -68,10 +70,17 @@ struct track_dm_params {
 	/* Bytes of write intent per region with metadata_dev, a power of
 	 * two of at least block_size; 0 = the target's default. */
 	uint64_t region_size;
+	/* Snapshot mode keeps the preserved data past its memory limit on
+	 * this device, or NULL (since 2.1; in a union with 8 bytes so that
+	 * the struct keeps its layout on every ABI). */
+	union {
+		const char *cow_dev;
+		uint64_t cow_dev_space;
+	};
 	/* Room to grow: must be zero (initialise the struct with { 0 } or
 	 * designated initialisers); track_dm_create() refuses anything else
 	 * with -EINVAL. */
-	uint64_t reserved[7];
+	uint64_t reserved[6];
 };
 
 /* Create a dm-track device NAME and resume it. */
