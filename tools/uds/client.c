@@ -44,6 +44,8 @@
 
 #include "uds.h"
 
+#define UDS_SCAN_PATHS_MAX 4096
+
 struct client {
 	enum uds_client kind;
 	bool scan;		/* scan mode: we ask Syncthing to scan */
@@ -698,8 +700,11 @@ void client_wrote(struct config *cfg, const char *path)
 
 	if (!cl || !(cl->scan || cl->hint) || cl->scan_all)
 		return;
-	/* Beyond this many, one scan of the folder is cheaper. */
-	if (cl->nr_paths >= 256) {
+	/*
+	 * Up to this many, requests of 32 paths each (a few ms apiece);
+	 * beyond, one scan of the whole folder is cheaper.
+	 */
+	if (cl->nr_paths >= UDS_SCAN_PATHS_MAX) {
 		cl->scan_all = true;
 		return;
 	}
