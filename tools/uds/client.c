@@ -814,10 +814,15 @@ static void sim_advance(struct client *cl, uint64_t now)
  * Where the watcher's ticks fall is known, so a batch need not wait
  * t = 1.5 d (the longest Syncthing alone may take) to be sure of not
  * splitting what Syncthing would batch: it is pushed at the tick at which
- * Syncthing alone would have scanned it, if that leaves the paper's t of
- * quiet before it. At d = 10 s that is Syncthing alone's own delay
- * (5-15 s after the last change) instead of 15 s; at d <= 3.3 s, t =
- * 5 s comes first.
+ * Syncthing alone would have scanned it (quiet for d/2, or pending for
+ * notifyTimeout), or the paper's t of quiet after its last change if that
+ * comes later. Each such push has a scan of Syncthing alone of its own
+ * (after its last change, not after the push before), so there are no
+ * more syncs; and the far side has the batch no later than with
+ * Syncthing alone, or t after the last change. At d = 10 s that is
+ * Syncthing alone's own delay (5-15 s after the last change), or 5 s
+ * where a notifyTimeout scan would have come sooner, instead of 15 s; at
+ * d <= 3.3 s, t = 5 s.
  */
 uint64_t client_changed(struct config *cfg, uint64_t now)
 {
@@ -838,7 +843,8 @@ uint64_t client_changed(struct config *cfg, uint64_t now)
 	cl->sim_last = now;
 	if (!cl->align)
 		return 0;
-	for (t = cl->sim_next; t - now <= cl->d_ms / 2; t += cl->d_ms)
+	for (t = cl->sim_next; t - now <= cl->d_ms / 2 &&
+	     t - cl->sim_first <= cl->timeout_ms; t += cl->d_ms)
 		;
-	return t - now >= UDS_QUIET_MIN_MS ? t : 0;
+	return t - now >= UDS_QUIET_MIN_MS ? t : now + UDS_QUIET_MIN_MS;
 }
