@@ -682,7 +682,17 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 			df = -1;
 			goto out;
 		}
-		err = fsx_copy_all(sf, df, (uint64_t)sst.st_size, &cs);
+		if (from_s && (uint64_t)sst.st_size >= SUMS_MIN) {
+			/*
+			 * A large new file: keep the hashes of what was
+			 * copied, so that its next push reads it once, not
+			 * both copies whole.
+			 */
+			err = fstat(df, &empty) ? -errno :
+			      push_whole(u, p, sf, df, &sst, &empty, &cs);
+		} else {
+			err = fsx_copy_all(sf, df, (uint64_t)sst.st_size, &cs);
+		}
 		if (!err && fstat(df, &empty))
 			err = -errno;
 		if (!err)
