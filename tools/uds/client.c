@@ -18,7 +18,10 @@
  *            Syncthing alone would have made too, so there are no more
  *            syncs than without uds-plus. t and f are never below the
  *            paper's 5 s and 30 s: a fast Syncthing (d = 1 s) gets the
- *            paper's batching.
+ *            paper's batching. Earlier than t where Syncthing's ticks
+ *            are known: a model of its watcher, run on SAVINGBOX's
+ *            changes, says when Syncthing alone would have scanned a
+ *            batch (client_changed()); a lone change goes after d.
  *            With scan mode (--syncthing-scan) uds-plus turns the
  *            folder's watcher off through Syncthing's REST API and asks
  *            for a scan of exactly the paths each push wrote (POST

@@ -497,7 +497,8 @@ static void untear(int df, const struct stat *before, const char *p)
  * the hashes of the blocks it pushed (with what SYNCFOLDER's file looked
  * like right after), so the next push reads SAVINGBOX's copy and, of
  * SYNCFOLDER's, only the blocks whose hash changed. Kept in memory only
- * (the first push after a start reads both), up to SUMS_BUDGET in all
+ * (the first push after a start reads both, unless the start copied the
+ * file), up to SUMS_BUDGET in all
  * (16 bytes per 4 KiB: 64 MiB covers 16 GiB of large files).
  */
 #define SUMS_MIN	(4u << 20)
