@@ -5,8 +5,10 @@
 #
 #   alone     the writer works in Syncthing's folder
 #   generic   uds-plus with the paper's policy (t 5 s, c 250 KB, f 30 s)
-#   profile   uds-plus --client syncthing (t, f from the watcher delay;
-#             watcher on, a scan of the pushed paths asked after a push)
+#   profile   uds-plus --client syncthing (t, f from the watcher delay,
+#             pushes at Syncthing's own ticks, a lone change after d plus
+#             the hash time; watcher on, a scan of the pushed paths asked
+#             after a push)
 #   nohint    the profile with --no-syncthing-hint (the watcher alone
 #             picks the push up, after its delay)
 #   scan      uds-plus --client syncthing --syncthing-scan
@@ -50,14 +52,15 @@ cpu_ticks() {	# utime + stime of PID and its children, in clock ticks
 }
 
 # uds-plus's pushes so far by what fired them: timer (less the lone
-# ones), counter, fail-safe, lone.
+# and tick ones), counter, fail-safe, lone, Syncthing's tick.
 reasons() {
-	local t c f l
+	local t c f l k
 	t=$(sed -n 's/^pushes_timer=//p' "$ST_W/status")
 	c=$(sed -n 's/^pushes_counter=//p' "$ST_W/status")
 	f=$(sed -n 's/^pushes_failsafe=//p' "$ST_W/status")
 	l=$(sed -n 's/^pushes_lone=//p' "$ST_W/status")
-	echo "$((t - l)) $c $f $l"
+	k=$(sed -n 's/^pushes_tick=//p' "$ST_W/status")
+	echo "$((t - l - ${k:-0})) $c $f $l ${k:-0}"
 }
 
 worker() {
@@ -110,7 +113,7 @@ sys.stdout.write("".join(r.choice(string.ascii_letters) for _ in range(1 << 20))
 			sleep $((delay * 3))
 		fi
 		local syncs0 sent0 cpu0 ucpu0=0 read0=0 push0=0 i t_last t_same
-		local why0="0 0 0 0" why="-"
+		local why0="0 0 0 0 0" why="-"
 		syncs0=$(st_syncs A $name)
 		sent0=$(st_sent A)
 		cpu0=$(cpu_ticks $spid)
@@ -139,7 +142,8 @@ sys.stdout.write("".join(r.choice(string.ascii_letters) for _ in range(1 << 20))
 			dd if=/dev/urandom of="$dir/$name" bs=4096 count=1 conv=notrunc \
 				seek=$((RANDOM * 2)) status=none; done ;;
 		6) python3 - "$dir/$name" "$EDITS" <<'EOF'
-# The paper's collaborative edit (one of its two users): every 0-10 s,
+# The paper's collaborative edit (section 4.2; one of its two users,
+# whose edits are the ones the writer's side pushes): every 0-10 s,
 # 1-10 random letters, written over a random place or appended (even
 # odds), in place as an editor that saves in place would. Seeded: the
 # same gaps and edits in every mode.
@@ -176,7 +180,7 @@ EOF
 			rd=$(( $(sed -n 's/^bytes_read=//p' "$ST_W/status") - read0 ))
 			pu=$(( $(sed -n 's/^pushes=//p' "$ST_W/status") - push0 ))
 			# shellcheck disable=SC2046,SC2086
-			why=$(echo $(reasons) $why0 | awk '{ printf "%d/%d/%d/%d", $1 - $5, $2 - $6, $3 - $7, $4 - $8 }')
+			why=$(echo $(reasons) $why0 | awk '{ printf "%d/%d/%d/%d/%d", $1 - $6, $2 - $7, $3 - $8, $4 - $9, $5 - $10 }')
 			kill -TERM $UDS_PID; wait $UDS_PID 2>/dev/null
 			UDS_PID=
 		fi
@@ -211,9 +215,10 @@ echo "# uds-plus in front of Syncthing $(syncthing --version | cut -d' ' -f2), f
 echo "# row: workload; d: Syncthing's watcher delay; syncs: new versions the"
 echo "# writer's Syncthing made; sent: its bytes to the far side; delay: last"
 echo "# write until the far side was identical; cpu: writer-side Syncthing,"
-echo "# uds-plus; read/push: bytes uds-plus read per push; t/c/f/l: its"
-echo "# pushes by the timer, counter, fail-safe, lone-change rule"
-printf '%-4s %-8s %3s %6s %10s %9s %8s %8s %12s %s\n' row mode d syncs sent delay_ms st_cpu uds_cpu read/push t/c/f/l
+echo "# uds-plus; read/push: bytes uds-plus read per push; t/c/f/l/k: its"
+echo "# pushes by the timer, counter, fail-safe, lone-change rule, and at"
+echo "# the tick at which Syncthing alone would have scanned"
+printf '%-4s %-8s %3s %6s %10s %9s %8s %8s %12s %s\n' row mode d syncs sent delay_ms st_cpu uds_cpu read/push t/c/f/l/k
 sort -k1,1n -k2,2 "$res/rows" | while read -r row mode d syncs sent dl cpu ucpu rd pu why; do
 	rpp=-
 	[ "$pu" -gt 0 ] 2>/dev/null && rpp=$((rd / pu))

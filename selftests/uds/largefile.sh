@@ -16,8 +16,9 @@ uds_start || { not_ok "uds-plus starts"; done_testing; }
 check_mode
 uds_wait_synced 120 || not_ok "the first sync"
 
-# Two pushes of one 4 KiB write each: the first may read both copies
-# (nothing is known about SYNCFOLDER's yet), the ones after must not.
+# Pushes of one 4 KiB write each: none reads both copies, not even the
+# first (the start-up copy kept the hashes of what it wrote; after a
+# restart of uds-plus the first push would read both).
 worst=0
 i=0
 while [ $i -lt 4 ]; do
@@ -30,7 +31,7 @@ while [ $i -lt 4 ]; do
 	r=$(($(uds_status bytes_read) - r0))
 	p=$(($(uds_status pushes) - p0))
 	diag "push $i: $p pushes, $r bytes read for a $size-byte file"
-	[ $i -ge 1 ] && [ $r -gt $worst ] && worst=$r
+	[ $r -gt $worst ] && worst=$r
 	i=$((i + 1))
 done
 if [ $UDS_WANT_RANGES = 1 ]; then

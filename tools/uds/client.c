@@ -18,7 +18,10 @@
  *            Syncthing alone would have made too, so there are no more
  *            syncs than without uds-plus. t and f are never below the
  *            paper's 5 s and 30 s: a fast Syncthing (d = 1 s) gets the
- *            paper's batching.
+ *            paper's batching. Earlier than t where Syncthing's ticks
+ *            are known: a model of its watcher, run on SAVINGBOX's
+ *            changes, says when Syncthing alone would have scanned a
+ *            batch (client_changed()); a lone change goes after d.
  *            With scan mode (--syncthing-scan) uds-plus turns the
  *            folder's watcher off through Syncthing's REST API and asks
  *            for a scan of exactly the paths each push wrote (POST
@@ -44,6 +47,8 @@
 
 #include "uds.h"
 
+#define UDS_SCAN_PATHS_MAX 4096
+
 struct client {
 	enum uds_client kind;
 	bool scan;		/* scan mode: we ask Syncthing to scan */
@@ -57,6 +62,11 @@ struct client {
 	double delay_s;		/* fsWatcherDelayS */
 	char **paths;		/* written into SYNCFOLDER since the last scan */
 	size_t nr_paths, cap_paths;
+	/* Syncthing's watcher as it would run alone on SAVINGBOX's changes */
+	bool align;		/* push at its ticks (t not set by the user) */
+	uint64_t d_ms, timeout_ms;
+	bool sim_on, sim_pending;
+	uint64_t sim_next, sim_first, sim_last;
 };
 
 /* --- a little XML: attributes and element text of Syncthing's config --- */
@@ -529,6 +539,8 @@ static int scan_request(struct client *cl, char **paths, size_t n)
 /* --- the profile --------------------------------------------------------- */
 
 #define UDS_ST_FAILSAFE_MS 120000
+/* The paper's t: the least quiet a batch waits for, but a lone change. */
+#define UDS_QUIET_MIN_MS TRACK_BATCH_DEFAULT_TIMER_MS
 
 static double syncthing_timeout_s(double d)
 {
@@ -577,18 +589,26 @@ int client_setup(struct config *cfg)
 	if (!cfg->counter_set)
 		cfg->counter_bytes = UINT64_MAX;
 	/*
-	 * Syncthing alone never delivers a change sooner than d/2 after it:
-	 * waiting that long for a lone change costs nothing against it, and
-	 * a change that follows within d/2 is batched as Syncthing would.
+	 * Alone, Syncthing's first look at a change after a quiet period
+	 * comes d after it (its aggregator's timer starts with the change)
+	 * and takes it if it has been quiet for d/2: a lone change pushed
+	 * after d is never earlier than Syncthing alone, and a change in
+	 * (d/2, d] is a burst, held as Syncthing would hold it.
 	 */
-	if (!cfg->lone_set && (uint64_t)(cl->delay_s * 500) > cfg->lone_ms)
-		cfg->lone_ms = (uint64_t)(cl->delay_s * 500);
+	if (!cfg->lone_set)
+		cfg->lone_ms = (uint64_t)(cl->delay_s * 1000);
+	cl->d_ms = (uint64_t)(cl->delay_s * 1000);
+	if (!cl->d_ms)
+		cl->d_ms = 1;
+	cl->timeout_ms = (uint64_t)(syncthing_timeout_s(cl->delay_s) * 1000);
+	cl->align = !cfg->timer_set;
 	notice_("client syncthing: folder '%s', watcher delay %g s%s; "
-		"pushing after %g s of quiet (a lone change after %g s), at "
-		"the latest %g s after the first change%s", cl->folder_id,
+		"pushing after %g s of quiet (a lone change after %g s; "
+		"at Syncthing's own tick after %g s of quiet), at the latest "
+		"%g s after the first change%s", cl->folder_id,
 		cl->delay_s, cl->watcher_was_on ? "" : " (watcher off)",
 		cfg->timer_ms / 1000.0, cfg->lone_ms / 1000.0,
-		cfg->failsafe_ms / 1000.0,
+		UDS_QUIET_MIN_MS / 1000.0, cfg->failsafe_ms / 1000.0,
 		cl->scan ? "; scanning exactly the pushed paths through "
 		"Syncthing's REST API (watcher off)" : cl->hint ?
 		"; asking Syncthing to scan the pushed paths (watcher on)" :
@@ -683,8 +703,11 @@ void client_wrote(struct config *cfg, const char *path)
 
 	if (!cl || !(cl->scan || cl->hint) || cl->scan_all)
 		return;
-	/* Beyond this many, one scan of the folder is cheaper. */
-	if (cl->nr_paths >= 256) {
+	/*
+	 * Up to this many, requests of 32 paths each (a few ms apiece);
+	 * beyond, one scan of the whole folder is cheaper.
+	 */
+	if (cl->nr_paths >= UDS_SCAN_PATHS_MAX) {
 		cl->scan_all = true;
 		return;
 	}
@@ -761,4 +784,70 @@ int client_pushed(struct config *cfg)
 	cl->nr_paths = 0;
 	cl->scan_all = false;
 	return 0;
+}
+
+/* --- Syncthing's watcher, alone ----------------------------------------- */
+
+/*
+ * Syncthing's watch aggregator (lib/fs/watchaggregator, v1.x), fed the
+ * changes the writer makes in SAVINGBOX as if they were made in its
+ * folder. Idle, its timer starts with a change and fires d later; at each
+ * tick it scans what has been quiet for more than d/2, or pending for
+ * more than notifyTimeout, and fires again d later; a tick that finds
+ * nothing pending stops it. The time its scans take is not modelled
+ * (milliseconds for small files; hash_ms() in engine.c covers large ones).
+ */
+static void sim_advance(struct client *cl, uint64_t now)
+{
+	while (cl->sim_on && cl->sim_next <= now) {
+		uint64_t t = cl->sim_next;
+
+		if (!cl->sim_pending) {
+			cl->sim_on = false;
+			break;
+		}
+		if (t - cl->sim_last > cl->d_ms / 2 ||
+		    t - cl->sim_first > cl->timeout_ms)
+			cl->sim_pending = false;	/* scanned */
+		cl->sim_next = t + cl->d_ms;
+	}
+}
+
+/*
+ * Where the watcher's ticks fall is known, so a batch need not wait
+ * t = 1.5 d (the longest Syncthing alone may take) to be sure of not
+ * splitting what Syncthing would batch: it is pushed at the tick at which
+ * Syncthing alone would have scanned it (quiet for d/2, or pending for
+ * notifyTimeout), or the paper's t of quiet after its last change if that
+ * comes later. Each such push has a scan of Syncthing alone of its own
+ * (after its last change, not after the push before), so there are no
+ * more syncs; and the far side has the batch no later than with
+ * Syncthing alone, or t after the last change. At d = 10 s that is
+ * Syncthing alone's own delay (5-15 s after the last change), or 5 s
+ * where a notifyTimeout scan would have come sooner, instead of 15 s; at
+ * d <= 3.3 s, t = 5 s.
+ */
+uint64_t client_changed(struct config *cfg, uint64_t now)
+{
+	struct client *cl = cfg->cl;
+	uint64_t t;
+
+	if (!cl || cl->kind != UDS_CLIENT_SYNCTHING)
+		return 0;
+	sim_advance(cl, now);
+	if (!cl->sim_on) {
+		cl->sim_on = true;
+		cl->sim_next = now + cl->d_ms;
+	}
+	if (!cl->sim_pending) {
+		cl->sim_pending = true;
+		cl->sim_first = now;
+	}
+	cl->sim_last = now;
+	if (!cl->align)
+		return 0;
+	for (t = cl->sim_next; t - now <= cl->d_ms / 2 &&
+	     t - cl->sim_first <= cl->timeout_ms; t += cl->d_ms)
+		;
+	return t - now >= UDS_QUIET_MIN_MS ? t : now + UDS_QUIET_MIN_MS;
 }

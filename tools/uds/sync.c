@@ -497,7 +497,8 @@ static void untear(int df, const struct stat *before, const char *p)
  * the hashes of the blocks it pushed (with what SYNCFOLDER's file looked
  * like right after), so the next push reads SAVINGBOX's copy and, of
  * SYNCFOLDER's, only the blocks whose hash changed. Kept in memory only
- * (the first push after a start reads both), up to SUMS_BUDGET in all
+ * (the first push after a start reads both, unless the start copied the
+ * file), up to SUMS_BUDGET in all
  * (16 bytes per 4 KiB: 64 MiB covers 16 GiB of large files).
  */
 #define SUMS_MIN	(4u << 20)
@@ -682,7 +683,17 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 			df = -1;
 			goto out;
 		}
-		err = fsx_copy_all(sf, df, (uint64_t)sst.st_size, &cs);
+		if (from_s && (uint64_t)sst.st_size >= SUMS_MIN) {
+			/*
+			 * A large new file: keep the hashes of what was
+			 * copied, so that its next push reads it once, not
+			 * both copies whole.
+			 */
+			err = fstat(df, &empty) ? -errno :
+			      push_whole(u, p, sf, df, &sst, &empty, &cs);
+		} else {
+			err = fsx_copy_all(sf, df, (uint64_t)sst.st_size, &cs);
+		}
 		if (!err && fstat(df, &empty))
 			err = -errno;
 		if (!err)

@@ -273,6 +273,12 @@ void client_free(struct client *cl);
 void client_wrote(struct config *cfg, const char *path);
 /* A push is done: hand the client what it wrote (scan mode). */
 int client_pushed(struct config *cfg);
+/*
+ * SAVINGBOX changed at NOW (ms): the time at which the client alone would
+ * sync, if nothing else changes and if that leaves the paper's t of
+ * quiet before it; 0 if the profile has no such time (generic).
+ */
+uint64_t client_changed(struct config *cfg, uint64_t now);
 
 /* --- sync.c / engine.c ---------------------------------------------- */
 
@@ -307,6 +313,7 @@ struct stats {
 	uint64_t errors;
 	uint64_t reasons[4];	/* pushes by enum track_batch_reason */
 	uint64_t pushes_lone;	/* of pushes_timer: a lone change, early */
+	uint64_t pushes_tick;	/* of pushes_timer: at the client's tick */
 	time_t last_push;
 };
 
@@ -328,6 +335,9 @@ struct uds {
 	uint64_t rdirty_at;		/* ms of the last remote event */
 	uint64_t last_update;		/* ms of the last local change */
 	uint64_t lone_at;		/* ms: push a lone change then */
+	uint64_t lone_first;		/* ms: that change came then */
+	uint64_t tick_at;		/* ms: the client alone syncs then */
+	uint64_t pending_max;		/* largest file changed in the batch */
 	uint64_t retry_at;		/* ms: no push before (after an error) */
 	uint64_t retry_ms;
 	uint64_t next_rescan;		/* ms */
