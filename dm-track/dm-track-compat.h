@@ -71,6 +71,35 @@
 #endif
 
 /*
+ * dm_devt_from_path() resolves a table argument (a path or major:minor) to
+ * a dev_t without opening the device. 6.1 does not export it; it is in
+ * 6.9 and later (the boundary is kept conservative: the version here does
+ * the same lookup, apart from early boot, where no view is made).
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 9, 0)
+#include <linux/blkdev.h>
+#include <linux/kdev_t.h>
+
+static inline int compat_dm_devt_from_path(const char *path, dev_t *dev_p)
+{
+	unsigned int major, minor;
+	char dummy;
+	dev_t dev;
+
+	if (sscanf(path, "%u:%u%c", &major, &minor, &dummy) == 2) {
+		dev = MKDEV(major, minor);
+		if (MAJOR(dev) != major || MINOR(dev) != minor)
+			return -EOVERFLOW;
+		*dev_p = dev;
+		return 0;
+	}
+	return lookup_bdev(path, dev_p);
+}
+
+#define dm_devt_from_path compat_dm_devt_from_path
+#endif
+
+/*
  * In tree: ti->flush_bypasses_map = true;
  *
  * 6.10 lets a target say that dm core may send empty flushes straight to

@@ -340,9 +340,10 @@ void track_snap_status(struct track_c *tc, char *result, unsigned int maxlen,
  *--------------------------------------------------------------
  */
 struct track_view {
-	struct dm_dev *track_dev;	/* held open: it cannot be removed */
+	struct track_c *tc;		/* a reference, not an open device */
 	struct dm_dev *origin;
-	struct track_c *tc;
+	dev_t track_devt;
+	sector_t start;			/* of the track device on the origin */
 };
 
 struct track_view_bio {
@@ -351,38 +352,59 @@ struct track_view_bio {
 	u64 seq;			/* the snapshot it was mapped under */
 };
 
+/*
+ * Construct a view: track-view <track device>
+ *
+ * The track device is named by path or major:minor and is not opened: a
+ * file system mounted on it holds it exclusively, and reading the frozen
+ * image of a mounted file system is what the view is for. The view holds
+ * a reference to the track target that is live on it, and opens only that
+ * target's data device, which dm shares between the tables that use it
+ * (as dm-snapshot shares its origin). A reload or removal of the track
+ * device ends the view: its reads then fail with EIO.
+ */
 static int view_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
 	struct track_view *tv;
 	char origin[16];
+	dev_t devt;
 	int r;
 
 	if (argc != 1) {
 		ti->error = "Invalid argument count: <track device>";
 		return -EINVAL;
 	}
+	r = dm_devt_from_path(argv[0], &devt);
+	if (r) {
+		ti->error = "Cannot find the track device";
+		return r;
+	}
 	tv = kzalloc(sizeof(*tv), GFP_KERNEL);
 	if (!tv) {
 		ti->error = "Cannot allocate view context";
 		return -ENOMEM;
 	}
-	r = dm_get_device(ti, argv[0], BLK_OPEN_READ, &tv->track_dev);
-	if (r) {
-		ti->error = "Cannot open the track device";
-		goto bad;
-	}
-	tv->tc = track_get_by_disk(tv->track_dev->bdev->bd_disk);
+	tv->track_devt = devt;
+	tv->tc = track_get_by_devt(devt);
 	if (!tv->tc) {
 		ti->error = "Not a live track device";
 		r = -EINVAL;
 		goto bad;
 	}
+	mutex_lock(&tv->tc->lock);
+	if (!track_ready(tv->tc)) {
+		mutex_unlock(&tv->tc->lock);
+		ti->error = "Not a live track device";
+		r = -EINVAL;
+		goto bad;
+	}
 	if (ti->begin || ti->len > tv->tc->ti->len) {
+		mutex_unlock(&tv->tc->lock);
 		ti->error = "The view must not be larger than the track device";
 		r = -EINVAL;
 		goto bad;
 	}
-	mutex_lock(&tv->tc->lock);
+	tv->start = tv->tc->start;
 	strscpy(origin, tv->tc->dev->name, sizeof(origin));
 	mutex_unlock(&tv->tc->lock);
 	r = dm_get_device(ti, origin, BLK_OPEN_READ, &tv->origin);
@@ -399,8 +421,6 @@ static int view_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 bad:
 	if (tv->tc)
 		track_put(tv->tc);
-	if (tv->track_dev)
-		dm_put_device(ti, tv->track_dev);
 	kfree(tv);
 	return r;
 }
@@ -410,7 +430,6 @@ static void view_dtr(struct dm_target *ti)
 	struct track_view *tv = ti->private;
 
 	dm_put_device(ti, tv->origin);
-	dm_put_device(ti, tv->track_dev);
 	track_put(tv->tc);
 	kfree(tv);
 }
@@ -433,7 +452,8 @@ static int view_map(struct dm_target *ti, struct bio *bio)
 
 	rcu_read_lock();
 	snap = rcu_dereference(tc->snap);
-	failed = snap && READ_ONCE(snap->failed);
+	/* An epoch frozen in snapshot mode whose snapshot ended: no image. */
+	failed = snap ? READ_ONCE(snap->failed) : !!READ_ONCE(tc->snap_epoch);
 	if (snap)
 		seq = snap->seq;
 	rcu_read_unlock();
@@ -441,7 +461,7 @@ static int view_map(struct dm_target *ti, struct bio *bio)
 		return DM_MAPIO_KILL;
 
 	bio_set_dev(bio, tv->origin->bdev);
-	bio->bi_iter.bi_sector = tc->start + offset;
+	bio->bi_iter.bi_sector = tv->start + offset;
 	vb = dm_per_bio_data(bio, sizeof(*vb));
 	vb->offset = offset;
 	vb->iter = bio->bi_iter;
@@ -544,7 +564,7 @@ static void view_status(struct dm_target *ti, status_type_t type,
 		*result = '\0';
 		break;
 	case STATUSTYPE_TABLE:
-		DMEMIT("%s", tv->track_dev->name);
+		DMEMIT("%u:%u", MAJOR(tv->track_devt), MINOR(tv->track_devt));
 		break;
 	case STATUSTYPE_IMA:
 		*result = '\0';
@@ -557,12 +577,12 @@ static int view_iterate_devices(struct dm_target *ti,
 {
 	struct track_view *tv = ti->private;
 
-	return fn(ti, tv->origin, tv->tc->start, ti->len, data);
+	return fn(ti, tv->origin, tv->start, ti->len, data);
 }
 
 static struct target_type view_target = {
 	.name = "track-view",
-	.version = {1, 0, 0},
+	.version = {1, 1, 0},
 	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = view_ctr,

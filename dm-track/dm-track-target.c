@@ -288,8 +288,11 @@ void track_unlock(struct track_c *tc)
 	kref_put(&tc->ref, track_release);
 }
 
-/* The ready track target of the mapped device DISK, with a reference. */
-struct track_c *track_get_by_disk(struct gendisk *disk)
+/*
+ * The ready track target of the mapped device whose disk is DEVT, with a
+ * reference; NULL if DEVT is not a track device (or not a whole one).
+ */
+struct track_c *track_get_by_devt(dev_t devt)
 {
 	struct track_c *tc, *found = NULL;
 
@@ -298,7 +301,7 @@ struct track_c *track_get_by_disk(struct gendisk *disk)
 		enum track_state st = READ_ONCE(tc->state);
 
 		if ((st == TRACK_LIVE || st == TRACK_SUSPENDED) &&
-		    dm_disk(dm_table_get_md(tc->ti->table)) == disk) {
+		    disk_devt(dm_disk(dm_table_get_md(tc->ti->table))) == devt) {
 			kref_get(&tc->ref);
 			found = tc;
 			break;

@@ -163,7 +163,7 @@ bool track_ready(struct track_c *tc);
 
 void track_write_continue(struct track_c *tc, struct bio *bio,
 			  struct track_bio *tb);
-struct track_c *track_get_by_disk(struct gendisk *disk);
+struct track_c *track_get_by_devt(dev_t devt);
 void track_put(struct track_c *tc);
 
 /* dm-track-snap.c */

@@ -428,8 +428,11 @@ TRACK_EXPORT int track_dm_freeze(struct track_dm *dm, uint64_t *epoch)
 	return parse_u64_or_dash(resp, epoch);
 }
 
-/* Does the kernel have target type NAME (loading no module)? */
-static int has_target(const char *name)
+/*
+ * The version of the kernel's target type NAME (loading no module): its
+ * major * 1000 + minor, or 0 if there is none.
+ */
+static int target_version(const char *name)
 {
 	struct dm_versions *target, *last;
 	struct dm_task *dmt;
@@ -443,7 +446,10 @@ static int has_target(const char *name)
 		do {
 			last = target;
 			if (!strcmp(name, target->name)) {
-				found = 1;
+				found = (int)target->version[0] * 1000 +
+					(int)target->version[1];
+				if (!found)
+					found = 1;
 				break;
 			}
 			target = (struct dm_versions *)((char *)target +
@@ -452,6 +458,12 @@ static int has_target(const char *name)
 	}
 	dm_task_destroy(dmt);
 	return found;
+}
+
+/* Does the kernel have target type NAME (loading no module)? */
+static int has_target(const char *name)
+{
+	return target_version(name) != 0;
 }
 
 TRACK_EXPORT int track_dm_freeze_snapshot(struct track_dm *dm,
@@ -491,8 +503,15 @@ TRACK_EXPORT int track_dm_view_create(struct track_dm *dm, const char *name)
 	if (r)
 		return r;
 	snprintf(params, sizeof(params), "%s", dm->path);
-	return create_device(name, NULL, true, bytes / 512, "track-view",
-			     params);
+	r = create_device(name, NULL, true, bytes / 512, "track-view",
+			  params);
+	/*
+	 * track-view 1.0 opened the track device, which a file system
+	 * mounted on it holds exclusively; 1.1 does not open it.
+	 */
+	if (r && r != -EEXIST && target_version("track-view") < 1001)
+		return -EBUSY;
+	return r;
 }
 
 static int epoch_message(struct track_dm *dm, const char *verb,

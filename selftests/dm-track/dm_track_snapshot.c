@@ -62,11 +62,16 @@ static int snap_freeze(const char *limit, uint64_t *epoch)
 	return *epoch ? 0 : -1;
 }
 
-static int view_create(void)
+static int view_create_sectors(unsigned long long sectors)
 {
 	vm_run("dmsetup remove --noudevsync " VIEW_NAME " 2>/dev/null");
 	return vm_run("dmsetup create --noudevsync " VIEW_NAME
-		      " --table '0 %llu track-view " TT_PATH "'", SECTORS);
+		      " --table '0 %llu track-view " TT_PATH "'", sectors);
+}
+
+static int view_create(void)
+{
+	return view_create_sectors(SECTORS);
 }
 
 static void view_remove(void)
@@ -165,6 +170,8 @@ FIXTURE_SETUP(snap)
 
 FIXTURE_TEARDOWN(snap)
 {
+	/* What a failed file system test may leave mounted or frozen. */
+	vm_run("fsfreeze --unfreeze /mnt/lt-snap 2>/dev/null; umount /mnt/lt-snap-img /mnt/lt-snap 2>/dev/null");
 	if (self->dm)
 		track_dm_free(self->dm);
 	view_remove();
@@ -659,6 +666,215 @@ TEST_F(snap, dmextract_snapshot_limit_fails_the_copy_clearly)
 	EXPECT_EQ(0, bad_blocks(REPLICA, SEED_NEW, 0, TBLOCKS));
 	unlink(STREAM);
 	unlink(REPLICA);
+}
+
+/*
+ * A file system mounted on the track device holds it exclusively: the
+ * view must not need to open it. ext4 is written, the view is made while
+ * it is mounted, the freeze is taken with the file system frozen
+ * (FIFREEZE), and every file is then rewritten, before and while the view
+ * is copied: the copy is a clean file system (e2fsck -fn, no journal to
+ * replay) holding every file as it was at the freeze.
+ */
+#define MNT		"/mnt/lt-snap"
+#define IMG		"/tmp/snap-img"
+#define IMG_MNT		"/mnt/lt-snap-img"
+#define NFILES		32
+#define FILE_BYTES	(256 * 1024)
+
+static int write_file(const char *dir, int i, unsigned int seed)
+{
+	char path[128];
+	void *buf = malloc(FILE_BYTES);
+	ssize_t n;
+	int fd;
+
+	if (!buf)
+		return -1;
+	vm_fill(buf, FILE_BYTES, seed, (unsigned long long)i * FILE_BYTES);
+	snprintf(path, sizeof(path), "%s/f%02d", dir, i);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		free(buf);
+		return -1;
+	}
+	n = write(fd, buf, FILE_BYTES);
+	if (fsync(fd))
+		n = -1;
+	close(fd);
+	free(buf);
+	return n == FILE_BYTES ? 0 : -1;
+}
+
+/* Files of DIR that do not hold SEED's content. */
+static int bad_files(const char *dir, unsigned int seed)
+{
+	unsigned char *buf = malloc(FILE_BYTES + 1);
+	char path[128];
+	int i, fd, bad = 0;
+	ssize_t n;
+
+	for (i = 0; i < NFILES; i++) {
+		snprintf(path, sizeof(path), "%s/f%02d", dir, i);
+		fd = open(path, O_RDONLY);
+		n = fd < 0 ? -1 : read(fd, buf, FILE_BYTES + 1);
+		if (fd >= 0)
+			close(fd);
+		if (n != FILE_BYTES ||
+		    first_mismatch(buf, FILE_BYTES, seed,
+				   (unsigned long long)i * FILE_BYTES) >= 0)
+			bad++;
+	}
+	free(buf);
+	return bad;
+}
+
+static int churn(unsigned int seed)
+{
+	int i;
+
+	for (i = NFILES; i-- > 0;)
+		if (write_file(MNT, i, seed))
+			return -1;
+	return vm_run("rm -f " MNT "/extra; dd if=/dev/urandom of=" MNT
+		      "/extra bs=64k count=64 conv=fsync 2>/dev/null");
+}
+
+static void fs_cleanup(void)
+{
+	vm_run("fsfreeze --unfreeze " MNT " 2>/dev/null");
+	vm_run("umount " IMG_MNT " 2>/dev/null");
+	vm_run("umount " MNT " 2>/dev/null");
+	unlink(IMG);
+}
+
+TEST_F(snap, view_of_a_mounted_ext4_reads_the_freeze_image)
+{
+	unsigned char *buf;
+	int fd, out, i, status;
+	uint64_t b, e;
+	pid_t writer;
+
+	if (baseline())
+		SKIP(return, "snapshot mode only");
+	ASSERT_EQ(0, big_device(&self->dm));
+	ASSERT_EQ(0, vm_run("mkfs.ext4 -q -F -b 4096 " TT_PATH " >/dev/null 2>&1"));
+	ASSERT_EQ(0, vm_run("mkdir -p " MNT " " IMG_MNT " && mount -t ext4 " TT_PATH " " MNT));
+	for (i = 0; i < NFILES; i++)
+		ASSERT_EQ(0, write_file(MNT, i, SEED_FROZEN));
+
+	/* Made while mounted: the view does not open the track device. */
+	EXPECT_EQ(0, view_create_sectors(TSECTORS)) {
+		vm_run("dmesg | grep -i track | tail -n 3 | sed 's/^/# /'");
+		fs_cleanup();
+		return;
+	}
+	ASSERT_EQ(0, vm_run("fsfreeze --freeze " MNT));
+	if (snap_freeze("32M", &e)) {
+		fs_cleanup();
+		ASSERT_TRUE(0) TH_LOG("freeze snapshot failed");
+	}
+	ASSERT_EQ(0, vm_run("fsfreeze --unfreeze " MNT));
+
+	/* Every file rewritten before the copy, and again while it runs. */
+	ASSERT_EQ(0, churn(SEED_NEW));
+	writer = fork();
+	ASSERT_LE(0, writer);
+	if (!writer)
+		_exit(churn(SEED_NEW + 1) ? 1 : 0);
+
+	ASSERT_EQ(0, posix_memalign((void **)&buf, 4096, CHUNK));
+	fd = open(VIEW_PATH, O_RDONLY | O_DIRECT);
+	ASSERT_LE(0, fd);
+	out = open(IMG, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, out);
+	for (b = 0; b < TSECTORS * 512; b += CHUNK) {
+		ASSERT_EQ(CHUNK, pread(fd, buf, CHUNK, b))
+			TH_LOG("reading the view at %" PRIu64 ": %m", b);
+		ASSERT_EQ(CHUNK, pwrite(out, buf, CHUNK, b));
+		usleep(1000);	/* a slow copy */
+	}
+	close(fd);
+	close(out);
+	free(buf);
+	ASSERT_EQ(writer, waitpid(writer, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("an application write failed");
+	ASSERT_EQ(0, track_dm_commit(self->dm, e));
+
+	EXPECT_EQ(0, vm_run("e2fsck -fn " IMG " >/tmp/snap-fsck 2>&1"))
+		vm_run("tail -n 20 /tmp/snap-fsck | sed 's/^/# /'");
+	ASSERT_EQ(0, vm_run("mount -t ext4 -o ro,loop " IMG " " IMG_MNT));
+	EXPECT_EQ(0, bad_files(IMG_MNT, SEED_FROZEN))
+		TH_LOG("files of the copy that are not as at the freeze");
+	EXPECT_NE(0, vm_run("test -e " IMG_MNT "/extra"));
+	/* The live file system has the new data. */
+	EXPECT_EQ(0, bad_files(MNT, SEED_NEW + 1));
+	view_remove();
+	fs_cleanup();
+}
+
+/*
+ * The view holds no open of the track device: the track device can be
+ * reloaded or removed under it. A reload ends the snapshot and a removal
+ * the target: the view's reads then fail with EIO (KASAN checks that
+ * nothing freed is touched), and the view is removed after.
+ */
+TEST_F(snap, view_reads_fail_after_the_track_device_is_reloaded_or_removed)
+{
+	unsigned char *buf;
+	uint64_t e;
+	char table[256];
+	FILE *p;
+	int fd;
+
+	if (baseline())
+		SKIP(return, "snapshot mode only");
+	ASSERT_EQ(0, write_blocks(SEED_FROZEN, 0, FROZEN));
+	ASSERT_EQ(0, snap_freeze("16M", &e));
+	ASSERT_EQ(0, posix_memalign((void **)&buf, 4096, BS));
+	fd = open(VIEW_PATH, O_RDONLY | O_DIRECT);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)BS, pread(fd, buf, BS, 0));
+	EXPECT_GT(0, first_mismatch(buf, BS, SEED_FROZEN, 0));
+	ASSERT_EQ(0, write_blocks(SEED_NEW, 1, 1));
+
+	/* Reload the same table: the snapshot ends, the view fails reads. */
+	p = popen("dmsetup table " TT_NAME " | cut -d' ' -f3-", "r");
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(NULL, fgets(table, sizeof(table), p));
+	pclose(p);
+	table[strcspn(table, "\n")] = 0;
+	ASSERT_EQ(0, vm_run("dmsetup reload " TT_NAME " --table '0 %llu %s' && dmsetup resume " TT_NAME,
+			    SECTORS, table));
+	errno = 0;
+	EXPECT_EQ(-1, pread(fd, buf, BS, BS));
+	EXPECT_EQ(EIO, errno);
+	EXPECT_NE(0, track_dm_commit(self->dm, e));
+	EXPECT_EQ(0, track_dm_abort(self->dm, e));
+
+	/* A new view of the reloaded device works, and sees the writes. */
+	close(fd);
+	view_remove();
+	ASSERT_EQ(0, view_create());
+	fd = open(VIEW_PATH, O_RDONLY | O_DIRECT);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)BS, pread(fd, buf, BS, BS));
+	EXPECT_GT(0, first_mismatch(buf, BS, SEED_NEW, BS));
+
+	/* Freeze again, then remove the track device while the view is open. */
+	ASSERT_EQ(0, snap_freeze("16M", &e));
+	track_dm_free(self->dm);
+	self->dm = NULL;
+	ASSERT_EQ(0, vm_run("dmsetup remove --noudevsync " TT_NAME))
+		TH_LOG("the view must not keep the track device from removal");
+	errno = 0;
+	EXPECT_EQ(-1, pread(fd, buf, BS, 0));
+	EXPECT_EQ(EIO, errno);
+	close(fd);
+	/* Nothing is left to make a view of. */
+	view_remove();
+	EXPECT_NE(0, view_create());
+	free(buf);
 }
 
 TEST_HARNESS_MAIN

@@ -91,24 +91,31 @@ static int view_create(struct track_dm *dm, struct ds_epoch *e,
 		return 0;
 	}
 	e->view[0] = 0;
-	if (mode == DS_SNAP_AUTO) {
-		/*
-		 * The default falls back to what a sync did before snapshot
-		 * mode. The view opens the track device, which a file
-		 * system mounted on it holds exclusively (the kernel log
-		 * says "Cannot open the track device (-16)").
-		 */
-		if (ret != -EOPNOTSUPP)
-			ds_err("%s: no snapshot view (%s; a track device "
-			       "under a mounted file system cannot have one "
-			       "yet): copying the live device, as with "
-			       "--no-snapshot", e->name, dm_hint(ret));
+	/*
+	 * The default falls back to what a sync did before snapshot mode
+	 * only where the kernel cannot make the view: no track-view at all
+	 * (silently), or a track-view 1.0, which opened the track device
+	 * and so failed under a mounted file system (-EBUSY, with a
+	 * warning). Any other failure fails the sync, as with --snapshot.
+	 */
+	if (mode == DS_SNAP_AUTO && ret == -EOPNOTSUPP)
+		return 0;
+	if (mode == DS_SNAP_AUTO && ret == -EBUSY) {
+		ds_err("%s: no snapshot view: this kernel's dm-track (track-view "
+		       "1.0) cannot make one of a device a mounted file system "
+		       "holds; update dm-track. Copying the live device, as "
+		       "with --no-snapshot", e->name);
 		return 0;
 	}
 	if (ret == -EOPNOTSUPP)
 		snprintf(msg, msglen, "%s: this kernel's dm-track has no "
 			 "snapshot mode (no track-view target); sync "
 			 "without --snapshot", e->name);
+	else if (ret == -EBUSY)
+		snprintf(msg, msglen, "%s: this kernel's dm-track (track-view "
+			 "1.0) cannot make a snapshot view of a device a mounted "
+			 "file system holds; update dm-track, or sync with "
+			 "--no-snapshot", e->name);
 	else
 		snprintf(msg, msglen, "%s: creating its snapshot view failed: "
 			 "%s", e->name, dm_hint(ret));
