@@ -191,10 +191,15 @@ static pid_t spawn(const char *cmd, int in, int out)
 	pid_t pid = fork();
 
 	if (!pid) {
+		int fd;
+
 		if (in >= 0)
 			dup2(in, 0);
 		if (out >= 0)
 			dup2(out, 1);
+		/* No pipe end of the other side: dmmerge must see EOF. */
+		for (fd = 3; fd < 256; fd++)
+			close(fd);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
