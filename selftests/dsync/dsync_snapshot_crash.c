@@ -41,7 +41,7 @@
 #define MIB_SECT	2048ULL
 #define FIRST_BLOCKS	16ULL			/* sync N: blocks 0..15 */
 #define CHUNK		(256 * 1024)
-#define MARK_EVERY	(6 << 20)		/* bytes of stream */
+#define MARK_EVERY	(2 << 20)		/* bytes of stream */
 #define MAX_MARKS	16
 #define SEED_N		1
 #define SEED_N1		2
@@ -186,6 +186,16 @@ static uint64_t source_lost(const struct scx *x, const struct tt_extents *d,
 	return lost;
 }
 
+static void flush_dev(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
 static pid_t spawn(const char *cmd, int in, int out)
 {
 	pid_t pid = fork();
@@ -217,7 +227,7 @@ static int relay_sync(struct __test_metadata *_metadata, struct scx *x,
 	char cmd[512], *buf = malloc(CHUNK), name[32];
 	int px[2], pm[2], st, rc = -1, m = 0;
 	pid_t ex, mg, writer = -1;
-	size_t total = 0, next_mark = MARK_EVERY / 2;
+	size_t total = 0, next_mark = MARK_EVERY;
 	ssize_t n;
 
 	if (!buf || pipe(px) || pipe(pm))
@@ -253,8 +263,13 @@ static int relay_sync(struct __test_metadata *_metadata, struct scx *x,
 			 * written its cache out would leave it.
 			 */
 			m++;
-			if (m % 2)
+			if (m % 2) {
+				/* sync(1) writes back, fsync of a block
+				 * device also flushes its cache. */
 				vm_run("sync");
+				flush_dev(LW("lwr"));
+				flush_dev(TT_PATH);
+			}
 			snprintf(name, sizeof(name), "copy-%d%s", m,
 				 m % 2 ? "-flushed" : "");
 			EXPECT_EQ(0, mark_all(x, name));
