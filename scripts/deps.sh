@@ -26,7 +26,7 @@ TEST="libcmocka-dev python3 e2fsprogs util-linux syncthing curl
 	openssh-client iproute2 bc"
 VM="dmsetup xfsprogs kmod qemu-system-x86 busybox-static cpio
 	linux-source-6.12 xz-utils flex bison bc libelf-dev libssl-dev dwarves
-	ccache fio liburing-dev"
+	ccache fio liburing-dev sqlite3"
 
 PACKAGES=""
 for g in "$@"; do

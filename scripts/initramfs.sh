@@ -1,7 +1,7 @@
 #!/bin/bash
-# Assemble the test VM's initramfs: busybox, dmsetup, e2fsprogs and mkfs.xfs
-# with their libraries, libtrack's tools, the selftests, the dm-track module,
-# and /init.
+# Assemble the test VM's initramfs: busybox, dmsetup, e2fsprogs, mkfs.xfs
+# and sqlite3 with their libraries, libtrack's tools, the selftests, the
+# dm-track module, and /init.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 load_kernel_env
@@ -22,7 +22,8 @@ done
 # LIBTRACK_VM_PROGS (names or paths, space-separated).
 # shellcheck disable=SC2086
 add_host_progs "$root" /sbin/dmsetup /sbin/mke2fs /sbin/e2fsck /sbin/mkfs.xfs \
-	/sbin/blkdiscard /usr/bin/cmp /usr/bin/setpriv ${LIBTRACK_VM_PROGS:-}
+	/sbin/blkdiscard /usr/bin/cmp /usr/bin/setpriv /usr/bin/sqlite3 \
+	${LIBTRACK_VM_PROGS:-}
 ln -sf mke2fs "$root/sbin/mkfs.ext4"
 
 # libtrack's tools and the selftests
