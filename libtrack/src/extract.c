@@ -51,7 +51,6 @@ struct extent {
 
 struct win {
 	unsigned char *buf;
-	uint64_t used;		/* blocks of the buffer the extents take */
 	struct extent e[MAX_EXTENTS];
 	int ne;
 	struct piece p[MAX_PIECES];
@@ -252,7 +251,6 @@ static struct win *cur_window(struct track_extract *x)
 	pthread_mutex_unlock(&x->lock);
 	wn->np = 0;
 	wn->ne = 0;
-	wn->used = 0;
 	wn->bytes = 0;
 	x->cur = wn;
 	return wn;
@@ -312,9 +310,10 @@ static int read_extent(struct track_extract *x, struct win *wn,
 }
 
 /*
- * Submit every extent of WN at once and wait for all of them. *DONE gets
- * how many bytes of each extent arrived; what is missing (a short read,
- * an error, an extent never submitted) read_extent() finishes or reports.
+ * Submit every extent of WN at once and wait for all of them. DONE,
+ * zeroed by the caller, gets how many bytes of each extent arrived; what
+ * is missing (a short read, an error, an extent never submitted)
+ * read_extent() finishes or reports.
  * Returns -errno when AIO refused the first request: it is not usable here.
  */
 static int read_extents_aio(struct track_extract *x, struct win *wn,
@@ -336,7 +335,6 @@ static int read_extents_aio(struct track_extract *x, struct win *wn,
 		cb->aio_nbytes = (e->end - e->first) * s->bs;
 		cb->aio_offset = e->first * s->bs;
 		x->iocbp[i] = cb;
-		done[i] = 0;
 	}
 	while (sub < wn->ne) {
 		n = syscall(SYS_io_submit, x->aio, wn->ne - sub,
@@ -440,7 +438,7 @@ static int add_piece(struct track_extract *x, uint64_t first, uint64_t count,
 {
 	struct extent *e;
 	struct win *wn;
-	uint64_t take, boff = 0;
+	uint64_t take, used, boff = 0;
 	int ret;
 
 	while (count) {
@@ -454,30 +452,27 @@ static int add_piece(struct track_extract *x, uint64_t first, uint64_t count,
 			continue;
 		}
 		e = wn->ne ? &wn->e[wn->ne - 1] : NULL;
+		used = e ? e->boff + (e->end - e->first) : 0;
 		if (zero) {
 			take = count;
 		} else if (e && first >= e->end &&
 			   first - e->end <= x->gap_blocks &&
-			   wn->used + (first - e->end) < x->win_blocks) {
+			   e->boff + (first - e->first) < x->win_blocks) {
 			/* read through the gap: one request, not two */
-			wn->used += first - e->end;
-			take = x->win_blocks - wn->used;
+			boff = e->boff + (first - e->first);
+			take = x->win_blocks - boff;
 			if (take > count)
 				take = count;
-			boff = e->boff + (first - e->first);
 			e->end = first + take;
-			wn->used += take;
-		} else if (wn->used < x->win_blocks &&
-			   wn->ne < MAX_EXTENTS) {
+		} else if (used < x->win_blocks && wn->ne < MAX_EXTENTS) {
 			/* a new extent, packed after the last */
-			take = x->win_blocks - wn->used;
+			take = x->win_blocks - used;
 			if (take > count)
 				take = count;
 			e = &wn->e[wn->ne++];
 			e->first = first;
 			e->end = first + take;
-			e->boff = boff = wn->used;
-			wn->used += take;
+			e->boff = boff = used;
 		} else {
 			ret = submit(x);
 			if (ret)
