@@ -88,6 +88,24 @@ static int fail(const char *what, const char *path)
 	return 1;
 }
 
+/* The next run of LIST in *A..*B: 1, 0 at its end, -1 on a bad line. */
+static int next_run(FILE *list, const char *lpath, uint64_t *a, uint64_t *b)
+{
+	char line[128];
+	int n;
+
+	if (!fgets(line, sizeof(line), list))
+		return 0;
+	n = sscanf(line, "%" SCNu64 "-%" SCNu64, a, b);
+	if (n < 1) {
+		fprintf(stderr, "floor: %s: bad line '%s'\n", lpath, line);
+		return -1;
+	}
+	if (n == 1)
+		*b = *a;
+	return 1;
+}
+
 /* -q: every run of LIST, then copy them with QRUNS announced ahead. */
 static int queued(FILE *list, const char *lpath, int in, const char *src,
 		  const char *dst, uint64_t *copied)
@@ -95,18 +113,10 @@ static int queued(FILE *list, const char *lpath, int in, const char *src,
 	struct run { uint64_t off, len; } *r = NULL;
 	size_t nr = 0, cap = 0, i, ahead = 0;
 	uint64_t a, b, inflight = 0;
-	char line[128], *buf;
+	char *buf;
+	int got;
 
-	while (fgets(line, sizeof(line), list)) {
-		int n = sscanf(line, "%" SCNu64 "-%" SCNu64, &a, &b);
-
-		if (n < 1) {
-			fprintf(stderr, "floor: %s: bad line '%s'\n", lpath,
-				line);
-			return 1;
-		}
-		if (n == 1)
-			b = a;
+	while ((got = next_run(list, lpath, &a, &b)) > 0) {
 		if (nr == cap) {
 			cap = cap ? 2 * cap : 4096;
 			r = realloc(r, cap * sizeof(*r));
@@ -116,6 +126,8 @@ static int queued(FILE *list, const char *lpath, int in, const char *src,
 		r[nr].off = a * BS;
 		r[nr++].len = (b - a + 1) * BS;
 	}
+	if (got < 0)
+		return 1;
 	buf = ring[0].buf;
 	posix_fadvise(in, 0, 0, POSIX_FADV_RANDOM);
 	for (i = 0; i < nr; i++) {
@@ -148,8 +160,8 @@ static int queued(FILE *list, const char *lpath, int in, const char *src,
 int main(int argc, char **argv)
 {
 	uint64_t a, b, off, end, copied = 0;
-	char line[128], *buf = NULL;
-	int in, i, pipelined = 0, queue = 0;
+	char *buf = NULL;
+	int in, i, got, pipelined = 0, queue = 0;
 	pthread_t thr;
 	FILE *list;
 
@@ -190,16 +202,7 @@ int main(int argc, char **argv)
 		posix_fadvise(in, 0, 0, POSIX_FADV_RANDOM);
 	if (pipelined && pthread_create(&thr, NULL, writer, NULL))
 		return 1;
-	while (fgets(line, sizeof(line), list)) {
-		int n = sscanf(line, "%" SCNu64 "-%" SCNu64, &a, &b);
-
-		if (n < 1) {
-			fprintf(stderr, "floor: %s: bad line '%s'\n", argv[1],
-				line);
-			return 1;
-		}
-		if (n == 1)
-			b = a;
+	while ((got = next_run(list, argv[1], &a, &b)) > 0) {
 		for (off = a * BS, end = (b + 1) * BS; off < end;) {
 			size_t len = end - off < PIECE ? end - off : PIECE;
 			ssize_t r;
@@ -229,6 +232,8 @@ int main(int argc, char **argv)
 			copied += len;
 		}
 	}
+	if (got < 0)
+		return 1;
 	if (pipelined) {
 		pthread_mutex_lock(&lock);
 		done = 1;
