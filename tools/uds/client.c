@@ -67,6 +67,7 @@ struct client {
 	uint64_t d_ms, timeout_ms;
 	bool sim_on, sim_pending;
 	uint64_t sim_next, sim_first, sim_last;
+	uint64_t hash_bps;	/* its hash rate, from its scans; 0 unknown */
 };
 
 /* --- a little XML: attributes and element text of Syncthing's config --- */
@@ -733,16 +734,34 @@ void client_wrote(struct config *cfg, const char *path)
 	cl->paths[cl->nr_paths++] = p;
 }
 
-int client_pushed(struct config *cfg)
+/*
+ * Syncthing's hash rate, measured: a scan request returns when the scan
+ * is done, and after a push of a file of SIZE bytes Syncthing hashes all
+ * of it. Only sizes from 16 MiB up say something (a small scan is the
+ * request's own overhead); the request's overhead in it makes the rate
+ * lower than the hashing's, which only makes the batching floor that
+ * uses it (engine.c, hash_ms()) longer.
+ */
+#define UDS_HASH_MEASURE_MIN (16ULL << 20)
+
+uint64_t client_hash_bps(const struct config *cfg)
+{
+	return cfg->cl ? cfg->cl->hash_bps : 0;
+}
+
+int client_pushed(struct config *cfg, uint64_t size)
 {
 	struct client *cl = cfg->cl;
 	size_t done = 0;
-	bool failed = false;
+	bool failed = false, all;
+	uint64_t start;
 	int err = 0;
 
 	if (!cl || !(cl->scan || cl->hint) ||
 	    (!cl->nr_paths && !cl->scan_all))
 		return 0;
+	start = now_ms();
+	all = cl->scan_all;
 	if (cl->scan_all) {
 		err = scan_request(cl, NULL, 0);
 		done = cl->nr_paths;
@@ -776,9 +795,20 @@ int client_pushed(struct config *cfg)
 		cl->scan_all = true;
 		return err;
 	}
-	if (!failed)
-		debug_("asked Syncthing to scan %zu paths of folder '%s'%s",
-		       done, cl->folder_id, cl->scan_all ? " (all of it)" : "");
+	if (!failed) {
+		uint64_t ms = now_ms() - start;
+
+		debug_("asked Syncthing to scan %zu paths of folder '%s'%s: "
+		       "%llu ms", done, cl->folder_id, all ? " (all of it)" :
+		       "", (unsigned long long)ms);
+		/*
+		 * Faster than 1 GiB/s: not a hash of the whole file (one
+		 * the watcher had scanned already); not a rate to go by.
+		 */
+		if (!all && size >= UDS_HASH_MEASURE_MIN &&
+		    size * 1000 / (ms ? ms : 1) <= (1ULL << 30))
+			cl->hash_bps = size * 1000 / (ms ? ms : 1);
+	}
 	for (size_t i = 0; i < cl->nr_paths; i++)
 		free(cl->paths[i]);
 	cl->nr_paths = 0;
@@ -826,12 +856,17 @@ static void sim_advance(struct client *cl, uint64_t now)
  * Syncthing alone's own delay (5-15 s after the last change), or 5 s
  * where a notifyTimeout scan would have come sooner, instead of 15 s; at
  * d <= 3.3 s, t = 5 s.
+ *
+ * *ALONE is when the client alone would start syncing the batch if
+ * nothing else comes: that tick for Syncthing, NOW for a client that
+ * syncs at once. It bounds the push's delay (engine.c, note_update()).
  */
-uint64_t client_changed(struct config *cfg, uint64_t now)
+uint64_t client_changed(struct config *cfg, uint64_t now, uint64_t *alone)
 {
 	struct client *cl = cfg->cl;
 	uint64_t t;
 
+	*alone = now;
 	if (!cl || cl->kind != UDS_CLIENT_SYNCTHING)
 		return 0;
 	sim_advance(cl, now);
@@ -844,10 +879,11 @@ uint64_t client_changed(struct config *cfg, uint64_t now)
 		cl->sim_first = now;
 	}
 	cl->sim_last = now;
-	if (!cl->align)
-		return 0;
 	for (t = cl->sim_next; t - now <= cl->d_ms / 2 &&
 	     t - cl->sim_first <= cl->timeout_ms; t += cl->d_ms)
 		;
+	*alone = t;
+	if (!cl->align)
+		return 0;
 	return t - now >= UDS_QUIET_MIN_MS ? t : now + UDS_QUIET_MIN_MS;
 }

@@ -128,13 +128,79 @@ static bool own_echo(struct uds *u, const char *path)
  * is below what Syncthing managed on the 2-CPU development host, loaded
  * (256 MiB in 1.0-1.5 s); a client that hashes faster batches less, so
  * taking it slower only costs a lone change in a large file some delay
- * (never past t), never a sync.
+ * (never past t), never a sync. With the Syncthing profile the rate is
+ * measured from Syncthing's own scans of large pushed files where
+ * uds-plus asks for them (client_hash_bps()); 64 MiB/s until then.
  */
 #define UDS_CLIENT_HASH_BPS (64ULL << 20)
 
-static uint64_t hash_ms(uint64_t size)
+static uint64_t hash_ms(const struct uds *u, uint64_t size)
 {
-	return size / (UDS_CLIENT_HASH_BPS / 1000);
+	uint64_t bps = client_hash_bps(u->cfg);
+
+	if (bps < 1000)
+		bps = UDS_CLIENT_HASH_BPS;
+	return size / (bps / 1000);
+}
+
+/*
+ * What a push of a changed file of SIZE bytes is expected to take, in
+ * fallback mode, where it reads the file (once with remembered block
+ * sums, else both copies) and hashes it: at the rate this process's last
+ * push that compared at least 1 MiB read at (its wall time, writes and
+ * fsyncs included; do_push()), or UDS_CLIENT_HASH_BPS before there was
+ * one. In ranges mode a push reads only the written ranges: 0.
+ */
+static uint64_t push_cost_ms(const struct uds *u, uint64_t size)
+{
+	uint64_t rate = u->push_rate ? u->push_rate : UDS_CLIENT_HASH_BPS;
+
+	if (u->mode != TRACK_WATCH_PLAIN || rate < 1000)
+		return 0;
+	return size / (rate / 1000);
+}
+
+/*
+ * The delay bound: the far side has a batch no later than with the
+ * client alone, within t. The client alone starts on the batch at ALONE
+ * (at once for a generic client; at the tick of Syncthing's watcher that
+ * would scan it, client_changed()), and hands it on after its own work,
+ * which it does after a push too. So a push has to be done by ALONE + t:
+ * it starts its expected cost c early, at ALONE + t - c, when that is
+ * before the timer (last change + t). The push of a 4 KiB write into a
+ * 256 MiB file in fallback mode reads the file, about 1 s: started at
+ * the timer, it ended up to 0.25 s past the bound in
+ * bench/uds-syncthing.sh (the 5 MB download, the 256 MiB file).
+ *
+ * Never so early that it splits a batch:
+ * - generic: c counts for at most t/2, so changes less than t/2 apart
+ *   are still one push;
+ * - Syncthing: not before ALONE plus the client's hash time (what the
+ *   lone and tick pushes wait, note_update()): a change within that is
+ *   one sync for Syncthing alone, and stays one push.
+ * Where the two conflict (c + hash time > t), the syncs win.
+ */
+static void plan_early(struct uds *u, uint64_t now, uint64_t alone)
+{
+	uint64_t t = u->cfg->timer_ms, c, at, floor;
+
+	u->early_at = 0;
+	c = push_cost_ms(u, u->pending_max);
+	u->early_cost = c;
+	if (!c || !t)
+		return;
+	if (u->cfg->cl) {
+		floor = alone + hash_ms(u, u->pending_max);
+		at = alone + t > c ? alone + t - c : 0;
+		if (at < floor)
+			at = floor;
+	} else {
+		at = now + t - (c < t / 2 ? c : t / 2);
+	}
+	if (at < now + t) {
+		u->early_at = at;
+		u->early_plan = at - now;
+	}
 }
 
 /*
@@ -164,7 +230,7 @@ static uint64_t hash_ms(uint64_t size)
  */
 static void note_update(struct uds *u, uint64_t size)
 {
-	uint64_t now = now_ms(), g = u->cfg->lone_ms, at;
+	uint64_t now = now_ms(), g = u->cfg->lone_ms, at, alone;
 	struct track_batch_state bs;
 
 	if (g > u->cfg->timer_ms)
@@ -180,18 +246,19 @@ static void note_update(struct uds *u, uint64_t size)
 		if (now > u->lone_first + g / 2) {
 			u->lone_at = 0;		/* a burst */
 		} else {
-			at = u->lone_first + g + hash_ms(u->pending_max);
+			at = u->lone_first + g + hash_ms(u, u->pending_max);
 			if (at > u->lone_at)
 				u->lone_at = at;
 		}
 	} else if (bs.updates <= 1 && u->last_update &&
 		   now >= u->last_update + 2 * u->cfg->timer_ms) {
 		u->lone_first = now;
-		u->lone_at = now + g + hash_ms(u->pending_max);
+		u->lone_at = now + g + hash_ms(u, u->pending_max);
 	}
 	/* When the client alone would have synced, if nothing else comes. */
-	at = client_changed(u->cfg, now);
-	u->tick_at = at ? at + hash_ms(u->pending_max) : 0;
+	at = client_changed(u->cfg, now, &alone);
+	u->tick_at = at ? at + hash_ms(u, u->pending_max) : 0;
+	plan_early(u, now, alone);
 	u->last_update = now;
 }
 
@@ -412,6 +479,12 @@ void uds_write_status(struct uds *u, int fd)
 	fprintf(f, "pushes_lone=%" PRIu64 "\n", s->pushes_lone);
 	fprintf(f, "pushes_tick=%" PRIu64 "\n", s->pushes_tick);
 	fprintf(f, "push_cycles=%" PRIu64 "\n", s->push_cycles);
+	fprintf(f, "push_rate=%" PRIu64 "\n", u->push_rate);
+	fprintf(f, "client_hash_rate=%" PRIu64 "\n", client_hash_bps(u->cfg));
+	fprintf(f, "last_push_quiet_ms=%" PRIu64 "\nlast_push_plan_ms=%" PRIu64
+		"\nlast_push_cost_ms=%" PRIu64 "\nlast_push_took_ms=%" PRIu64
+		"\n", s->last_quiet_ms, s->last_plan_ms, s->last_cost_ms,
+		s->last_took_ms);
 	fprintf(f, "updates=%" PRIu64 "\n", s->updates);
 	fprintf(f, "files_pushed=%" PRIu64 "\n", s->files_pushed);
 	fprintf(f, "bytes_pushed=%" PRIu64 "\n", s->bytes_pushed);
@@ -485,14 +558,49 @@ static void ensure_push_pending(struct uds *u)
 
 static void do_push(struct uds *u, enum track_batch_reason why)
 {
+	struct track_batch_state bs;
+	uint64_t start = now_ms(), read = u->st.bytes_read, pushes, took;
+	uint64_t wrote = u->st.bytes_pushed;
 	int err;
 
 	if (u->broken)
 		return;
+	track_batch_pending(u->batch, &bs);
+	pushes = u->st.pushes;
+	u->push_max = 0;
+	err = uds_push(u, why);
+	took = now_ms() - start;
+	/*
+	 * The rate of a push that compared (wrote less than half what it
+	 * read): a copy reads and writes without hashing, faster per byte,
+	 * and the next push of the file is a comparison.
+	 */
+	read = u->st.bytes_read - read;
+	wrote = u->st.bytes_pushed - wrote;
+	if (read >= (1 << 20) && wrote < read / 2)
+		u->push_rate = read * 1000 / (took ? took : 1);
+	if (u->st.pushes != pushes && bs.updates && why != TRACK_BATCH_NONE) {
+		/* When it went, against the plan: the delay bound's record. */
+		u->st.last_quiet_ms = start - bs.last_ms;
+		u->st.last_plan_ms = u->early_at ? u->early_plan :
+				     u->cfg->timer_ms;
+		u->st.last_cost_ms = u->early_cost;
+		u->st.last_took_ms = took;
+		info_("push %llu started %llu ms after the last change "
+		      "(planned %llu: t %llu ms less the expected cost %llu ms "
+		      "of %llu bytes, or the batching floor), took %llu ms",
+		      (unsigned long long)u->st.pushes,
+		      (unsigned long long)u->st.last_quiet_ms,
+		      (unsigned long long)u->st.last_plan_ms,
+		      (unsigned long long)u->cfg->timer_ms,
+		      (unsigned long long)u->early_cost,
+		      (unsigned long long)u->pending_max,
+		      (unsigned long long)took);
+	}
 	u->lone_at = 0;
 	u->tick_at = 0;
-	err = uds_push(u, why);
-	client_pushed(u->cfg);
+	u->early_at = 0;
+	client_pushed(u->cfg, u->push_max);
 	if (!err) {
 		track_batch_pushed(u->batch);
 		u->retry_ms = 0;
@@ -516,7 +624,7 @@ static void do_pull(struct uds *u)
 	if (uds_pull(u))
 		notice_("bringing back changes from SYNCFOLDER failed; trying "
 			"again with the next change");
-	client_pushed(u->cfg);	/* conflicts settled write SYNCFOLDER */
+	client_pushed(u->cfg, 0);	/* conflicts settled write SYNCFOLDER */
 	ensure_push_pending(u);
 }
 
@@ -556,6 +664,8 @@ static int wait_ms(struct uds *u)
 		CONSIDER(u->lone_at > now ? (int64_t)(u->lone_at - now) : 0);
 	if (u->tick_at)
 		CONSIDER(u->tick_at > now ? (int64_t)(u->tick_at - now) : 0);
+	if (u->early_at)
+		CONSIDER(u->early_at > now ? (int64_t)(u->early_at - now) : 0);
 	if (u->broken)
 		CONSIDER(2000);
 #undef CONSIDER
@@ -605,6 +715,9 @@ static void tick(struct uds *u)
 			do_push(u, TRACK_BATCH_TIMER);
 			if (u->st.pushes != pushes)
 				u->st.pushes_tick++;
+		} else if (why == TRACK_BATCH_NONE && u->early_at &&
+			   now >= u->early_at) {
+			do_push(u, TRACK_BATCH_TIMER);
 		} else if (why != TRACK_BATCH_NONE) {
 			do_push(u, why);
 		}

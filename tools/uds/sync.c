@@ -741,6 +741,8 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 		if (changed) {
 			u->st.files_pushed++;
 			u->st.bytes_pushed += cs.written;
+			if ((uint64_t)dsnap.size > u->push_max)
+				u->push_max = (uint64_t)dsnap.size;
 			pass_wrote(u, ps, true, p);
 		}
 	} else {

@@ -271,14 +271,20 @@ void client_close(struct config *cfg);
 void client_free(struct client *cl);
 /* PATH in SYNCFOLDER was written, created, removed or renamed. */
 void client_wrote(struct config *cfg, const char *path);
-/* A push is done: hand the client what it wrote (scan mode). */
-int client_pushed(struct config *cfg);
+/*
+ * A push is done: hand the client what it wrote (scan mode); SIZE, the
+ * largest file in it, measures the client's hash rate.
+ */
+int client_pushed(struct config *cfg, uint64_t size);
+/* The client's hash rate in bytes/s, as measured; 0 if not known. */
+uint64_t client_hash_bps(const struct config *cfg);
 /*
  * SAVINGBOX changed at NOW (ms): the time at which the client alone would
  * sync, if nothing else changes and if that leaves the paper's t of
- * quiet before it; 0 if the profile has no such time (generic).
+ * quiet before it; 0 if the profile has no such time (generic). *ALONE:
+ * when the client alone would start on it (NOW for generic).
  */
-uint64_t client_changed(struct config *cfg, uint64_t now);
+uint64_t client_changed(struct config *cfg, uint64_t now, uint64_t *alone);
 
 /* --- sync.c / engine.c ---------------------------------------------- */
 
@@ -314,6 +320,10 @@ struct stats {
 	uint64_t reasons[4];	/* pushes by enum track_batch_reason */
 	uint64_t pushes_lone;	/* of pushes_timer: a lone change, early */
 	uint64_t pushes_tick;	/* of pushes_timer: at the client's tick */
+	uint64_t last_quiet_ms;	/* last push: its start - the last change */
+	uint64_t last_plan_ms;	/* what was planned for it */
+	uint64_t last_cost_ms;	/* its expected cost */
+	uint64_t last_took_ms;	/* what it took */
 	time_t last_push;
 };
 
@@ -338,6 +348,11 @@ struct uds {
 	uint64_t lone_first;		/* ms: that change came then */
 	uint64_t tick_at;		/* ms: the client alone syncs then */
 	uint64_t pending_max;		/* largest file changed in the batch */
+	uint64_t early_at;		/* ms: push then, to end by the bound */
+	uint64_t early_plan;		/* ms after the last change it is */
+	uint64_t early_cost;		/* ms the push is expected to take */
+	uint64_t push_rate;		/* bytes/s pushes read at; 0 unknown */
+	uint64_t push_max;		/* largest file the push wrote */
 	uint64_t retry_at;		/* ms: no push before (after an error) */
 	uint64_t retry_ms;
 	uint64_t next_rescan;		/* ms */
