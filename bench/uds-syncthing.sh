@@ -113,7 +113,7 @@ sys.stdout.write("".join(r.choice(string.ascii_letters) for _ in range(1 << 20))
 			sleep $((delay * 3))
 		fi
 		local syncs0 sent0 cpu0 ucpu0=0 read0=0 push0=0 i t_last t_same
-		local why0="0 0 0 0 0" why="-"
+		local why0="0 0 0 0 0" why="-" last="-"
 		syncs0=$(st_syncs A $name)
 		sent0=$(st_sent A)
 		cpu0=$(cpu_ticks $spid)
@@ -181,10 +181,14 @@ EOF
 			pu=$(( $(sed -n 's/^pushes=//p' "$ST_W/status") - push0 ))
 			# shellcheck disable=SC2046,SC2086
 			why=$(echo $(reasons) $why0 | awk '{ printf "%d/%d/%d/%d/%d", $1 - $6, $2 - $7, $3 - $8, $4 - $9, $5 - $10 }')
+			# The last push: ms from the last change to its start,
+			# the start planned, the cost expected, what it took.
+			last=$(sed -n 's/^last_push_\(quiet\|plan\|cost\|took\)_ms=//p' \
+				"$ST_W/status" | paste -sd/)
 			kill -TERM $UDS_PID; wait $UDS_PID 2>/dev/null
 			UDS_PID=
 		fi
-		echo "$row $mode $delay $syncs $sent $(( (t_same - t_last) )) $cpu $ucpu $rd $pu $why" >>"$out"
+		echo "$row $mode $delay $syncs $sent $(( (t_same - t_last) )) $cpu $ucpu $rd $pu $why ${last:--}" >>"$out"
 		rm -f "$A/$name" "$SB/$name"
 		sleep $((delay + 2))
 	done
@@ -217,13 +221,15 @@ echo "# writer's Syncthing made; sent: its bytes to the far side; delay: last"
 echo "# write until the far side was identical; cpu: writer-side Syncthing,"
 echo "# uds-plus; read/push: bytes uds-plus read per push; t/c/f/l/k: its"
 echo "# pushes by the timer, counter, fail-safe, lone-change rule, and at"
-echo "# the tick at which Syncthing alone would have scanned"
-printf '%-4s %-8s %3s %6s %10s %9s %8s %8s %12s %s\n' row mode d syncs sent delay_ms st_cpu uds_cpu read/push t/c/f/l/k
-sort -k1,1n -k2,2 "$res/rows" | while read -r row mode d syncs sent dl cpu ucpu rd pu why; do
+echo "# the tick at which Syncthing alone would have scanned; last q/p/c/r:"
+echo "# the last push's start after the last change, the start planned"
+echo "# (t less its expected cost), that cost, and what it took, in ms"
+printf '%-4s %-8s %3s %6s %10s %9s %8s %8s %12s %-11s %s\n' row mode d syncs sent delay_ms st_cpu uds_cpu read/push t/c/f/l/k "last q/p/c/r"
+sort -k1,1n -k2,2 "$res/rows" | while read -r row mode d syncs sent dl cpu ucpu rd pu why last; do
 	rpp=-
 	[ "$pu" -gt 0 ] 2>/dev/null && rpp=$((rd / pu))
-	printf '%-4s %-8s %3s %6s %10s %9s %8s %8s %12s %s\n' "$row" "$mode" "$d" \
-		"$syncs" "$sent" "$dl" "$cpu" "$ucpu" "$rpp" "$why"
+	printf '%-4s %-8s %3s %6s %10s %9s %8s %8s %12s %-11s %s\n' "$row" "$mode" "$d" \
+		"$syncs" "$sent" "$dl" "$cpu" "$ucpu" "$rpp" "$why" "$last"
 done
 echo "# rows: 1 = 1 B every 0.5-1.5 s, 100 times; 2 = a $DL_KB KiB download at"
 echo "# 80 kbit/s (1 KiB every 0.1 s, appended as wget does); 3 = 1 B every"
