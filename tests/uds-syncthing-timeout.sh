@@ -10,7 +10,8 @@
 # through uds-plus there are no more syncs than alone (its fail-safe,
 # 120 s, does not split what the timeout scan would have batched), and
 # no more delay than alone plus t (5 s at d = 1 s), the last push
-# started as planned.
+# started as planned. Then Syncthing's hash rate, which the profile
+# measures from the scan it asks for after a push of a large file.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/uds-syncthing-lib.sh"
 
@@ -105,6 +106,24 @@ check "planned no later than t = 5 s after the last change (${plan:-none} <= 500
 	[ "${plan:-99999}" -le 5000 ]
 check "on the far side no later than with Syncthing alone + 5 s ($lat <= $lat_alone + 5000)" \
 	[ "$lat" -le $((lat_alone + 5000)) ]
+# The hash time the profile waits for is Syncthing's, measured from the
+# scan it asks for after a push of a large file (64 MiB/s until then).
+check "Syncthing's hash rate is not known before a large push" \
+	[ "$(sed -n 's/^client_hash_rate=//p' "$TMP/status")" = 0 ]
+head -c $((32 << 20)) /dev/urandom >"$SB/large.bin"
+st_wait_same "$SB/large.bin" "$B/large.bin" 120 >/dev/null ||
+	not_ok "a 32 MiB file reaches the far side"
+sleep 1
+rm -f "$TMP/status"
+kill -USR1 "$UDS_PID"
+for _ in $(seq 1 50); do
+	[ -f "$TMP/status" ] && break
+	sleep 0.05
+done
+rate=$(sed -n 's/^client_hash_rate=//p' "$TMP/status")
+diag "Syncthing hashed the 32 MiB file at ${rate:-?} bytes/s, as measured"
+check "it is measured from the scan of a 32 MiB push (0 < ${rate:-?} <= 1 GiB/s)" \
+	[ "${rate:-0}" -gt 0 ] && [ "$rate" -le $((1 << 30)) ]
 kill -TERM "$UDS_PID" && wait "$UDS_PID"
 check "uds-plus exits cleanly" [ $? = 0 ]
 UDS_PID=
