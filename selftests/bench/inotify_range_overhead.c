@@ -19,9 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef IN_REPORT_RANGE
-#define IN_REPORT_RANGE 0x00000001
-#endif
+#include <libtrack/watch.h>	/* IN_REPORT_RANGE, for headers without it */
 
 #define BS		4096
 #define NR_WRITES	40000

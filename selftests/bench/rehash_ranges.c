@@ -21,10 +21,6 @@
 #include <sys/inotify.h>
 #include <sys/mount.h>
 
-#ifndef IN_REPORT_RANGE
-#define IN_REPORT_RANGE 0x00000001
-#endif
-
 #define DISK		"/dev/vdb"	/* 2 GiB */
 #define RANGED_WRITES	5
 
@@ -81,7 +77,9 @@ static int measure(struct blocklist *bl, const char *dir, int fd,
 	double cpu = 0, t0;
 	int ranged = 0;
 
-	if (track_watch_new(ranges ? 0 : TRACK_WATCH_NO_RANGES, &w) ||
+	/* inotify's ranges, not fanotify's, which the watcher prefers */
+	if (track_watch_new(ranges ? TRACK_WATCH_INOTIFY : TRACK_WATCH_NO_RANGES,
+			    &w) ||
 	    track_watch_add(w, dir) < 0)
 		return -1;
 	if (ranges && track_watch_get_mode(w) != TRACK_WATCH_RANGES) {
