@@ -75,6 +75,7 @@ async_write_cost)
 esac
 
 out=/tmp/smoke-$name.out
+missing=/tmp/smoke-$name.missing
 LIBTRACK_BENCH_SMOKE=1 "$prog" >"$out"
 rc=$?
 cat "$out"
@@ -94,7 +95,7 @@ fi
 echo "$want" | while IFS= read -r re; do
 	grep -Eq -- "$re" "$out" ||
 		echo "smoke: $name printed no line matching '$re'"
-done | tee /tmp/smoke-$name.missing >&2
-[ -s /tmp/smoke-$name.missing ] && status=1
-rm -f "$out" /tmp/smoke-$name.missing
+done | tee "$missing" >&2
+[ -s "$missing" ] && status=1
+rm -f "$out" "$missing"
 exit $status
