@@ -26,7 +26,7 @@ for dir in "$top"/selftests/platform/ "$top"/selftests/*/; do
 	for src in "$dir"*.c; do
 		[ -f "$src" ] || continue
 		bin="$out/$area/$(basename "$src" .c)"
-		if [ ! -x "$bin" ] || [ -n "$(find "$src" "$top/selftests/harness" \
+		if [ ! -x "$bin" ] || [ -n "$(find "$src" "$dir"*.h "$top/selftests/harness" \
 			"$top/build/lib/libtrack.a" -newer "$bin" 2>/dev/null | head -n 1)" ] ||
 			[ "$KHDR" -nt "$bin" ]; then
 			echo "  CC      selftests/$area/$(basename "$src")"

@@ -46,15 +46,16 @@
 #include <liburing.h>
 
 #include "vmtest.h"
+#include "bench_smoke.h"
 
 /* glibc's <sys/inotify.h> would clash with the uapi header */
 int inotify_init1(int flags);
 int inotify_add_watch(int fd, const char *path, uint32_t mask);
 
 #define BS		4096
-#define NR_WRITES	1000
-#define SPAN_BLOCKS	4096		/* a 16 MiB file, written first */
-#define ROUNDS		3
+#define NR_WRITES	BENCH_SIZE(1000, 16)
+#define SPAN_BLOCKS	BENCH_SIZE(4096, 256)	/* a 16 MiB file, written first */
+#define ROUNDS		BENCH_SIZE(3, 1)
 #define MNT		"/mnt/async-cost"
 #define DATA		MNT "/data"
 #define OTHER		MNT "/other"

@@ -23,13 +23,22 @@
 #include <unistd.h>
 
 #include "vmtest.h"
+#include "bench_smoke.h"
 
 #define BS		4096ULL
 #define GIB		(1ULL << 30)
 
 static const unsigned long long track_gib[] = { 1, 64, 4096, 65536 };
-static const unsigned long long era_gib[] = { 1, 16, 64 };
-static const unsigned long long dirty_steps[] = { 1000, 10000, 100000 };
+static const unsigned long long era_full[] = { 1, 16, 64 };
+static const unsigned long long era_smoke[] = { 1, 2, 4 };
+#define ERA_GIB(i)	BENCH_SIZE(era_full, era_smoke)[i]
+static const unsigned long long dirty_full[] = { 1000, 10000, 100000 };
+static const unsigned long long dirty_smoke[] = { 4, 8, 16 };
+#define NR_STEPS	3
+#define DIRTY_STEP(j)	BENCH_SIZE(dirty_full, dirty_smoke)[j]
+/* the most blocks dirtied above 64 GiB (more takes too long under TCG) */
+#define BIG_DEV_STEPS	BENCH_SIZE(10000ULL, 8ULL)
+#define ERA_DIRTY	BENCH_SIZE(1000ULL, 8ULL)
 #define N(a)		(sizeof(a) / sizeof((a)[0]))
 
 /* VmallocUsed, in bytes */
@@ -136,12 +145,12 @@ int main(void)
 		fd = open("/dev/mapper/lt-mem", O_WRONLY | O_DIRECT);
 		if (fd < 0)
 			return 1;
-		for (done = 0, j = 0; j < N(dirty_steps); j++) {
-			unsigned long long n = dirty_steps[j];
+		for (done = 0, j = 0; j < NR_STEPS; j++) {
+			unsigned long long n = DIRTY_STEP(j);
 
 			if (n > nr_blocks)
 				n = nr_blocks;
-			if (n > 10000 && track_gib[i] > 64)
+			if (n > BIG_DEV_STEPS && track_gib[i] > 64)
 				break;
 			dirty(fd, nr_blocks, n - done, &seed, buf);
 			done = n;
@@ -161,23 +170,23 @@ int main(void)
 		printf("no dm-era in this kernel: dm-track only\n");
 		goto out;
 	}
-	for (i = 0; i < N(era_gib); i++) {
-		sectors = era_gib[i] * GIB / 512;
+	for (i = 0; i < N(era_full); i++) {
+		sectors = ERA_GIB(i) * GIB / 512;
 		vm_run("/sbin/blkdiscard -z " VM_DISK_D);
 		base = kmem();
 		if (vm_run("echo '0 %llu era " VM_DISK_D " /dev/mapper/lt-zero 8' | "
 			   "dmsetup create --noudevsync lt-mem", sectors)) {
 			printf("era      %9llu GiB: its metadata does not fit on "
-			       "the scratch disk\n", era_gib[i]);
+			       "the scratch disk\n", ERA_GIB(i));
 			break;
 		}
-		row("era", era_gib[i], 0, -1, kmem() - base);
+		row("era", ERA_GIB(i), 0, -1, kmem() - base);
 		fd = open("/dev/mapper/lt-mem", O_WRONLY | O_DIRECT);
 		if (fd < 0)
 			return 1;
-		dirty(fd, sectors * 512 / BS, 1000, &seed, buf);
+		dirty(fd, sectors * 512 / BS, ERA_DIRTY, &seed, buf);
 		close(fd);
-		row("era", era_gib[i], 1000, -1, kmem() - base);
+		row("era", ERA_GIB(i), ERA_DIRTY, -1, kmem() - base);
 		vm_run("dmsetup remove --noudevsync lt-mem");
 	}
 out:

@@ -17,17 +17,18 @@
 #include <unistd.h>
 
 #include "vmtest.h"
+#include "bench_smoke.h"
 
 #define BS		4096
-#define NR_WRITES	2000
+#define NR_WRITES	BENCH_SIZE(2000, 16)
 #define SPAN_BLOCKS	262144		/* 1 GiB */
-#define ROUNDS		3
+#define ROUNDS		BENCH_SIZE(3, 1)
 
 #define NR_TABLES	4
 #define NR_MODES	3
 #define BIG		(1024 * 1024)
-#define NR_BIG		64		/* 1 MiB writes */
-#define REGIONS		128		/* for the first-write latency */
+#define NR_BIG		BENCH_SIZE(64, 2)	/* 1 MiB writes */
+#define REGIONS		BENCH_SIZE(128, 4)	/* first-write latency */
 #define REGION_BLOCKS	1024		/* the default 4 MiB region */
 
 static const char *const tables[NR_TABLES] = {

@@ -18,11 +18,12 @@
 #include <unistd.h>
 
 #include "vmtest.h"
+#include "bench_smoke.h"
 
 #define BS		4096ULL
-#define SECTORS		2097152ULL		/* 1 GiB */
+#define SECTORS		BENCH_SIZE(2097152ULL, 131072ULL)	/* 1 GiB */
 #define NR_BLOCKS	(SECTORS * 512 / BS)
-#define WRITES		3000
+#define WRITES		BENCH_SIZE(3000, 16)
 #define HOT_SPOTS	24
 
 static const unsigned int region_kib[] = { 64, 256, 1024, 4096, 16384 };

@@ -29,14 +29,16 @@
 #include <libtrack/dm.h>
 
 #include "vmtest.h"
+#include "bench_smoke.h"
 
 #define BS		4096ULL
 #define SECTORS		65536ULL		/* 32 MiB: 8192 blocks */
 #define NBLOCKS		(SECTORS * 512 / BS)
-#define FROZEN		2048ULL			/* blocks 0..2047: 8 MiB */
+#define FROZEN		BENCH_SIZE(2048ULL, 256ULL)	/* blocks 0..2047: 8 MiB */
+#define FROZEN_MAX	2048ULL
 #define COPY_PAUSE_US	2000			/* after each block read */
 #define LIMIT		(64ULL << 20)
-#define ROUNDS		3
+#define ROUNDS		BENCH_SIZE(3, 1)
 #define MAX_LAT		(1 << 18)
 #define NAME		"lt-snapcost"
 #define PATH		"/dev/mapper/" NAME
@@ -55,8 +57,8 @@ struct shared {
 	uint64_t writes;
 	uint64_t ahead;			/* writes to a frozen block not read yet */
 	double secs;
-	unsigned char written[FROZEN];	/* frozen block written during copy */
-	unsigned char written_ahead[FROZEN];
+	unsigned char written[FROZEN_MAX];	/* frozen block written during copy */
+	unsigned char written_ahead[FROZEN_MAX];
 	double lat[MAX_LAT];
 };
 

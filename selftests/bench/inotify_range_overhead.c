@@ -19,14 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef IN_REPORT_RANGE
-#define IN_REPORT_RANGE 0x00000001
-#endif
+#include "bench_smoke.h"
+
+#include <libtrack/watch.h>	/* IN_REPORT_RANGE, for headers without it */
 
 #define BS		4096
-#define NR_WRITES	40000
-#define SPAN		4096		/* blocks: 16 MiB, then wrap */
-#define ROUNDS		5
+#define NR_WRITES	BENCH_SIZE(40000, 64)
+#define SPAN		BENCH_SIZE(4096, 16)	/* blocks: 16 MiB, then wrap */
+#define ROUNDS		BENCH_SIZE(5, 1)
 
 static const char *const names[] = { "unwatched", "inotify", "inotify+ranges" };
 
