@@ -129,5 +129,5 @@ for ((k = 1; k <= n; k++)); do
 		break
 	fi
 done
-echo "series-build: $(du -sh "$work" | cut -f1) in $work"
+echo "series-build: build directory $(du -sh "$obj" | cut -f1) ($obj)"
 exit $status
