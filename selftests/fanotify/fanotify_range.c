@@ -9,11 +9,13 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/fanotify.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <liburing.h>
@@ -147,6 +149,13 @@ static int watch_file(unsigned int flags, const char *path)
 	return fd;
 }
 
+/* The reissue fixture's reader: an inode mark on the node */
+static int reissue_watch(const char *dir, const char *file)
+{
+	(void)dir;
+	return watch_file(FID_RANGE, file);
+}
+
 /*
  * FILE in a directory DIR, opened as FD and watched by an unprivileged-style
  * group (file handles, inode mark): on tmpfs, or on a file system made on a
@@ -201,7 +210,7 @@ FIXTURE_TEARDOWN(fan)
 	if (self->r.fd >= 0)
 		close(self->r.fd);
 	if (self->mounted)
-		umount(self->dir);
+		umount_retry(self->dir);
 	vm_run("rm -rf %s", self->dir);
 }
 
@@ -279,6 +288,51 @@ TEST_F(fan, io_uring_failed_or_empty_write_sends_no_event)
 	EXPECT_NO_MORE_MODIFY(&self->r);
 	ASSERT_EQ(5, uring_pwrite(self->fd, "after", 5, 10));
 	EXPECT_RANGE(&self->r, 10, 5);
+	EXPECT_NO_MORE_MODIFY(&self->r);
+}
+
+/*
+ * A short io_uring write: the file size limit stops it 3096 bytes in, and
+ * io_uring issues the rest from where it stopped (from io-wq), where it
+ * fails with EFBIG. The CQE carries the 3096 bytes written; one event must
+ * report exactly those.
+ */
+TEST_F(fan, io_uring_short_write_reports_what_it_wrote)
+{
+	struct rlimit old, lim;
+
+	ASSERT_EQ(0, getrlimit(RLIMIT_FSIZE, &old));
+	lim = old;
+	lim.rlim_cur = 4096;
+	ASSERT_NE(SIG_ERR, signal(SIGXFSZ, SIG_IGN));
+	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &lim));
+	EXPECT_EQ(3096, uring_pwrite(self->fd, fill, 8192, 1000));
+	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &old));
+	EXPECT_RANGE(&self->r, 1000, 3096);
+	EXPECT_NO_MORE_MODIFY(&self->r);
+}
+
+/*
+ * A write io_uring reissues (see the reissue fixture): the reissued write
+ * reports its own range when it completes. Nothing may be sent before it:
+ * a plain event merged with that range would widen it to the whole file.
+ */
+TEST_F(reissue, io_uring_reissued_write_reports_one_exact_range)
+{
+	bool punted;
+
+	/* dm-linear takes nowait I/O: written inline, no reissue */
+	ASSERT_EQ(4096, uring_pwrite_punted(self->fd, self->buf, 4096, 4096,
+					    &punted));
+	EXPECT_FALSE(punted);
+	EXPECT_RANGE(&self->r, 4096, 4096);
+	EXPECT_NO_MORE_MODIFY(&self->r);
+
+	ASSERT_EQ(0, reissue_swap_table());
+	ASSERT_EQ(4096, uring_pwrite_punted(self->fd, self->buf, 4096, 65536,
+					    &punted));
+	ASSERT_TRUE(punted) TH_LOG("the write was not reissued from io-wq");
+	EXPECT_RANGE(&self->r, 65536, 4096);
 	EXPECT_NO_MORE_MODIFY(&self->r);
 }
 

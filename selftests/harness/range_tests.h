@@ -18,10 +18,14 @@
  *                   b->dir are open as b->fd[] and watched through b->r
  *   static void burst_read(struct burst *b);
  *                   read every queued event, burst_cover() each modification
+ *   static int reissue_watch(const char *dir, const char *file);
+ *                   a reader fd watching FILE (in directory DIR) for
+ *                   modifications, -1 on failure
  */
 #ifndef RANGE_TESTS_H
 #define RANGE_TESTS_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -31,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/aio_abi.h>
@@ -122,6 +128,95 @@ static inline int uring_pwrite(int fd, const void *buf, unsigned int n,
 	}
 	io_uring_queue_exit(&ring);
 	return res;
+}
+
+/*
+ * Has this task an io-wq worker ("iou-wrk-<tid>")? A worker exists once
+ * io_uring has punted a request to io-wq, and lingers idle for seconds.
+ */
+static inline bool has_io_wq_worker(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		found = fgets(comm, sizeof(comm), f) &&
+			!strncmp(comm, "iou-wrk-", 8);
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * One io_uring write, as uring_pwrite(); *PUNTED says whether io_uring had
+ * handed it to io-wq by the time its CQE came.
+ */
+static inline int uring_pwrite_punted(int fd, const void *buf, unsigned int n,
+				      off_t off, bool *punted)
+{
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int res = INT_MIN;
+
+	*punted = false;
+	if (io_uring_queue_init(4, &ring, 0))
+		return INT_MIN;
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_write(sqe, fd, buf, n, off);
+	if (io_uring_submit(&ring) == 1 && !io_uring_wait_cqe(&ring, &cqe)) {
+		res = cqe->res;
+		io_uring_cqe_seen(&ring, cqe);
+		*punted = has_io_wq_worker();
+	}
+	io_uring_queue_exit(&ring);
+	return res;
+}
+
+/*
+ * A request io-wq ran may hold its file until the worker next runs its task
+ * work (fput() from an io-wq worker is task work, and an idle worker sleeps
+ * 5 s between rounds), so a file system or device it wrote is busy for a
+ * few seconds after the test closed everything. Retry for up to 10 s.
+ */
+static inline int umount_retry(const char *dir)
+{
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		if (!umount(dir) || errno != EBUSY)
+			return 0;
+		usleep(100000);
+	}
+	return -1;
+}
+
+static inline int dm_remove_retry(const char *name)
+{
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		if (!vm_run("dmsetup remove --noudevsync %s 2>/dev/null", name))
+			return 0;
+		if (vm_run("dmsetup info %s >/dev/null 2>&1", name))
+			return 0;
+		usleep(100000);
+	}
+	return -1;
 }
 
 /* A page that user space may not read: a write from it fails (EFAULT). */
@@ -288,6 +383,79 @@ FIXTURE_SETUP(burst)
 FIXTURE_TEARDOWN(burst)
 {
 	burst_free(self->b);
+}
+
+/*
+ * A write that io_uring reissues after -EAGAIN or -EOPNOTSUPP. A block
+ * device file opened while the device takes nowait I/O has FMODE_NOWAIT
+ * (bdev_file_open_by_dev()). Once dm swaps in a table whose target cannot
+ * take nowait I/O (dm-delay has no DM_TARGET_NOWAIT), io_uring still
+ * issues a direct write with IOCB_NOWAIT, and submit_bio_noacct() fails
+ * its REQ_NOWAIT bio with BLK_STS_NOTSUPP in the submitting task.
+ * blkdev_bio_end_io_async() passes -EOPNOTSUPP to io_complete_rw(), whose
+ * __io_complete_rw_common() marks the request REQ_F_REISSUE (not yet
+ * completed) and io_write() returns -EAGAIN; io-wq then writes it again,
+ * without IOCB_NOWAIT, and that write completes and reports.
+ *
+ * The device, over the first MiB of VM_DISK_D, is reached through a node
+ * "file" in a directory of its own, so both interfaces watch it as a file.
+ */
+#define REISSUE_DM "lt-range-reissue"
+
+static int reissue_watch(const char *dir, const char *file);
+
+FIXTURE(reissue) {
+	char dir[64];
+	char file[128];
+	struct reader r;
+	int fd;
+	void *buf;
+};
+
+FIXTURE_SETUP(reissue)
+{
+	struct stat st;
+
+	self->r.fd = -1;
+	self->fd = -1;
+	if (!has_report_range())
+		SKIP(return, "this kernel has no range reporting");
+	if (!vm_dm_target_present("linear") || !vm_dm_target_present("delay"))
+		SKIP(return, "this kernel has no dm-linear or dm-delay");
+	vm_run("dmsetup remove --noudevsync " REISSUE_DM " 2>/dev/null");
+	ASSERT_EQ(0, vm_run("echo '0 2048 linear %s 0' | "
+			    "dmsetup create --noudevsync " REISSUE_DM,
+			    VM_DISK_D));
+	strcpy(self->dir, "/tmp/range-reissue.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->file, sizeof(self->file), "%s/file", self->dir);
+	ASSERT_EQ(0, stat("/dev/mapper/" REISSUE_DM, &st));
+	ASSERT_EQ(0, mknod(self->file, S_IFBLK | 0600, st.st_rdev));
+	self->fd = open(self->file, O_RDWR | O_DIRECT);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, posix_memalign(&self->buf, 4096, 4096));
+	memset(self->buf, 'r', 4096);
+	self->r.fd = reissue_watch(self->dir, self->file);
+	ASSERT_LE(0, self->r.fd);
+}
+
+FIXTURE_TEARDOWN(reissue)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	if (self->r.fd >= 0)
+		close(self->r.fd);
+	free(self->buf);
+	dm_remove_retry(REISSUE_DM);
+	vm_run("rm -rf %s", self->dir);
+}
+
+/* Swap in the table without nowait support; the open file keeps its flag. */
+static inline int reissue_swap_table(void)
+{
+	return vm_run("echo '0 2048 delay %s 0 0' | "
+		      "dmsetup load " REISSUE_DM " && "
+		      "dmsetup resume --noudevsync " REISSUE_DM, VM_DISK_D);
 }
 
 #endif /* RANGE_TESTS_H */
