@@ -45,7 +45,7 @@ static void track_mark(struct track_c *tc, u64 first, u64 last)
 }
 
 /*
- * Mark a write being mapped; true if it was deferred to preserve the
+ * Mark a write being mapped; true if it waits for the preservation of the
  * frozen data it overwrites. The snapshot is the one of the set the write
  * is marked in, read in the same RCU section: a write in the new epoch of
  * a snapshot freeze always sees it.
@@ -55,16 +55,14 @@ static bool track_mark_write(struct track_c *tc, struct bio *bio,
 {
 	struct track_bitset *active;
 	struct track_snap *snap;
-	bool deferred = false;
 
 	rcu_read_lock();
 	active = rcu_dereference(tc->active);
 	track_bitset_mark(active, tb->first, tb->last, GFP_NOWAIT);
-	snap = rcu_dereference(active->snap);
-	if (snap)
-		deferred = track_snap_defer(snap, bio, tb);
+	snap = track_snap_get(rcu_dereference(active->snap), tb);
 	rcu_read_unlock();
-	return deferred;
+	/* Outside RCU: it allocates and starts reads. */
+	return snap && track_snap_defer(snap, bio, tb);
 }
 
 /* Replace the active set; the old one is no longer marked on return. */
@@ -805,7 +803,7 @@ static int track_map(struct dm_target *ti, struct bio *bio)
 	return DM_MAPIO_REMAPPED;
 }
 
-/* A write deferred by snapshot mode, its data preserved: let it go on. */
+/* A write that waited for snapshot mode's preservations: let it go on. */
 void track_write_continue(struct track_c *tc, struct bio *bio,
 			  struct track_bio *tb)
 {
