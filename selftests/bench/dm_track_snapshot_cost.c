@@ -45,7 +45,7 @@
 #define BS		4096ULL
 #define SECTORS		65536ULL		/* 32 MiB: 8192 blocks */
 #define NBLOCKS		(SECTORS * 512 / BS)
-#define FROZEN		2048ULL			/* blocks 0..2047: 8 MiB */
+#define FROZEN		1024ULL			/* blocks 0..1023: 4 MiB */
 #define COPY_PAUSE_US	2000			/* after each block read */
 #define LIMIT		(64ULL << 20)
 #define ROUNDS		5
