@@ -4,21 +4,26 @@
  * as it was at the freeze, through a read-only "track-view" target.
  *
  * While the snapshot lasts, a write to a block of the frozen set that the
- * view has not read yet is held back by a worker, which first reads the
- * block's content into memory (preserves it); blocks outside the frozen
- * set, and frozen blocks the view has read, are never copied. The view
- * reads the origin and, on completion, copies preserved data over what it
- * read: a block that a write preserved while the read was in flight is
- * then still the freeze-time block. A block whole in a completed read is
- * marked read under the same lock that a preservation takes to store its
- * data, so either the read saw the old data (the write waits until the
- * data is preserved, and the preservation is only stored after the read
- * mark is checked) or the preserved data replaces what it saw.
+ * view has not read yet is held back while the block's content is read
+ * into memory (preserved); blocks outside the frozen set, and frozen
+ * blocks the view has read, are never copied. The write that first needs
+ * a block starts its read itself, asynchronously, from map: the reads of
+ * writes in flight together run together. Writes to the block that come
+ * meanwhile wait for the same read. When it completes, a worker publishes
+ * the data and lets the waiting writes go on. The view reads the origin
+ * and, on completion, copies preserved data over what it read: a block
+ * that a write preserved while the read was in flight is then still the
+ * freeze-time block. A block whole in a completed read is marked read
+ * under the same lock that a preservation takes to publish its data, so
+ * either the read saw the old data (the writes wait until the data is
+ * published, and a preservation still running when the read completes
+ * is told it need not keep it) or the preserved data replaces what it saw.
  *
  * Memory is bounded: when the preserved data would exceed the limit, it
  * goes to the COW device of the table, if there is one, into slots of one
- * block handed out in order and never reused while the snapshot lasts.
- * When that is full too, or memory or an I/O fails, the snapshot fails.
+ * block handed out in order and never reused while the snapshot lasts;
+ * the worker writes the slot before it publishes it. When that is full
+ * too, or memory or an I/O fails, the snapshot fails.
  * The view then fails every read and "commit" is refused, so the copier
  * aborts the epoch and the blocks stay dirty; application writes go on,
  * never failed. A view read that covers a block preserved on the COW
@@ -37,12 +42,15 @@
 /*
  * A frozen block the view has read whole: no longer preserved. A block
  * preserved on the COW device is xa_mk_value(slot + 1); one preserved in
- * memory points to its data.
+ * memory points to its data. A block being preserved points to its
+ * struct snap_pend and carries SNAP_PENDING; only under the xa_lock of
+ * the blocks are the two seen together.
  */
 #define SNAP_READ		xa_mk_value(0)
+#define SNAP_PENDING		XA_MARK_1
 
-/* A write over more blocks than this is checked by the worker, not in map. */
-#define SNAP_MAP_CHECK_MAX	1024
+/* Preservation reads a write may start itself; the rest go to the worker. */
+#define SNAP_MAP_READS		4
 
 struct track_snap {
 	struct track_c *tc;
@@ -53,14 +61,43 @@ struct track_snap {
 	u64 epoch;
 	u64 seq;
 	u64 limit;			/* bytes of preserved data in memory */
-	atomic64_t bytes;		/* in memory */
+	atomic64_t bytes;		/* in memory, or being read for it */
 	/* On the COW device: slots of one block, handed out in order. */
 	u64 cow_slots;			/* 0: no COW device */
 	atomic64_t cow_next;
 	atomic64_t cow_bytes;
-	/* View reads finishing with COW data: the snapshot waits for them. */
-	atomic_t cow_readers;
-	wait_queue_head_t cow_wait;
+	/*
+	 * Writes being mapped for it, preservations in flight and view reads
+	 * finishing with COW data: the snapshot ends when none is left.
+	 */
+	atomic_t users;
+};
+
+/* A write waiting for the preservation of one of its blocks. */
+struct snap_waiter {
+	struct snap_waiter *next;
+	struct bio *bio;
+};
+
+/*
+ * The preservation of one block: a read of its freeze-time data from the
+ * origin (then, past the memory limit, a write of it to a COW slot), and
+ * the writes to the block that wait for it. The first write to need the
+ * block starts it; the writes that come while it runs join it.
+ */
+struct snap_pend {
+	struct track_snap *snap;
+	u64 block;
+	void *data;
+	u64 slot;			/* on the COW device, or U64_MAX */
+	bool started;			/* the read was issued */
+	bool held;			/* counted in the snapshot's bytes */
+	bool viewed;			/* the view read it whole meanwhile */
+	blk_status_t status;
+	const char *why;		/* why it failed */
+	struct snap_waiter *waiters;	/* under the xa_lock of blocks */
+	struct snap_waiter first;
+	struct work_struct work;
 };
 
 static bool snap_is_cow(void *entry)
@@ -78,57 +115,75 @@ static unsigned int snap_block_bytes(struct track_c *tc)
 	return 512U << tc->block_shift;
 }
 
+static void snap_put(struct track_snap *snap)
+{
+	struct track_c *tc = snap->tc;
+
+	/* tc outlives the snapshot, which may be freed once this drops. */
+	if (atomic_dec_and_test(&snap->users))
+		wake_up(&tc->snap_wait);
+}
+
+/* Mark the snapshot failed; under the xa_lock of its blocks. */
+static bool __snap_fail(struct track_snap *snap)
+{
+	bool first = !snap->failed;
+
+	WRITE_ONCE(snap->failed, true);
+	return first;
+}
+
+static void snap_fail_log(struct track_snap *snap, const char *why)
+{
+	DMERR("%s: snapshot of epoch %llu failed: %s; abort the epoch (no write is lost)",
+	      snap_name(snap->tc), snap->epoch, why);
+}
+
 static void snap_fail(struct track_snap *snap, const char *why)
 {
 	unsigned long flags;
 	bool first;
 
 	xa_lock_irqsave(&snap->blocks, flags);
-	first = !snap->failed;
-	WRITE_ONCE(snap->failed, true);
+	first = __snap_fail(snap);
 	xa_unlock_irqrestore(&snap->blocks, flags);
 	if (first)
-		DMERR("%s: snapshot of epoch %llu failed: %s; abort the epoch (no write is lost)",
-		      snap_name(snap->tc), snap->epoch, why);
+		snap_fail_log(snap, why);
 }
 
-/* Does a write to FIRST..LAST need data preserved first? Under RCU. */
+/*
+ * May a write to FIRST..LAST have to wait for a preservation? Under RCU.
+ * Only a block read by the view or preserved on the COW device is sure
+ * not to: a pointer may be a preservation still running.
+ */
 static bool snap_needs(struct track_snap *snap, u64 first, u64 last)
 {
 	/* Pairs with track_snap_start(): a set, then the whole set. */
 	struct track_bitset *frozen = smp_load_acquire(&snap->frozen);
 	u64 b;
 
-	if (last - first >= SNAP_MAP_CHECK_MAX)
-		return true;
 	for (b = first; b <= last; b++) {
 		if (frozen && !track_bitset_test(frozen, b))
 			continue;
-		if (!xa_load(&snap->blocks, b))
+		if (!xa_is_value(xa_load(&snap->blocks, b)))
 			return true;
 	}
 	return false;
 }
 
 /*
- * Called by map for a write marked in an active set whose epoch has SNAP:
- * true when the write was queued for the worker, which preserves the
- * freeze-time data of its blocks and then lets it go on.
+ * The snapshot whose preservations a write to TB's blocks may have to
+ * wait for, with a reference that keeps it, or NULL. Under RCU.
  */
-bool track_snap_defer(struct track_snap *snap, struct bio *bio,
-		      struct track_bio *tb)
+struct track_snap *track_snap_get(struct track_snap *snap,
+				  struct track_bio *tb)
 {
-	struct track_c *tc = snap->tc;
-	unsigned long flags;
-
-	if (READ_ONCE(snap->failed) || !snap_needs(snap, tb->first, tb->last))
-		return false;
-	tb->snap = snap;
-	spin_lock_irqsave(&tc->snap_lock, flags);
-	bio_list_add(&tc->snap_bios, bio);
-	spin_unlock_irqrestore(&tc->snap_lock, flags);
-	queue_work(tc->snap_wq, &tc->snap_work);
-	return true;
+	if (!snap || READ_ONCE(snap->failed) ||
+	    !snap_needs(snap, tb->first, tb->last))
+		return NULL;
+	/* track_snap_drop() waits for it after an RCU grace period. */
+	atomic_inc(&snap->users);
+	return snap;
 }
 
 /* The sectors of BLOCK: a whole block, or less for the last one. */
@@ -139,9 +194,14 @@ static sector_t snap_block_sectors(struct track_c *tc, u64 block)
 	return min_t(sector_t, 1U << tc->block_shift, tc->ti->len - pos);
 }
 
-/* Read or write COUNT sectors of BDEV at SECTOR from or into BUF. */
+/*
+ * Read or write COUNT sectors of BDEV at SECTOR from or into BUF; with FN,
+ * asynchronously: FN is called with CONTEXT when it is done, maybe in
+ * interrupt context.
+ */
 static int snap_io(struct track_c *tc, blk_opf_t opf, struct block_device *bdev,
-		   sector_t sector, sector_t count, void *buf)
+		   sector_t sector, sector_t count, void *buf,
+		   io_notify_fn fn, void *context)
 {
 	struct dm_io_region where = {
 		.bdev = bdev,
@@ -150,6 +210,8 @@ static int snap_io(struct track_c *tc, blk_opf_t opf, struct block_device *bdev,
 	};
 	struct dm_io_request req = {
 		.bi_opf = opf | REQ_SYNC,
+		.notify.fn = fn,
+		.notify.context = context,
 		.client = tc->snap_io,
 	};
 
@@ -163,143 +225,309 @@ static int snap_io(struct track_c *tc, blk_opf_t opf, struct block_device *bdev,
 	return dm_io(&req, 1, &where, NULL, IOPRIO_DEFAULT);
 }
 
-static int snap_read_origin(struct track_c *tc, u64 block, void *buf)
+static void snap_pend_free(struct snap_pend *pend)
 {
-	return snap_io(tc, REQ_OP_READ, tc->dev->bdev,
-		       tc->start + (block << tc->block_shift),
-		       snap_block_sectors(tc, block), buf);
+	if (!pend)
+		return;
+	kvfree(pend->data);
+	kfree(pend);
+}
+
+/* The preservation read is done; maybe in interrupt context. */
+static void snap_pend_read_done(unsigned long error, void *context)
+{
+	struct snap_pend *pend = context;
+
+	if (error) {
+		pend->status = BLK_STS_IOERR;
+		pend->why = "reading a block to preserve failed";
+	}
+	queue_work(pend->snap->tc->snap_wq, &pend->work);
+}
+
+static void snap_pend_start(struct snap_pend *pend)
+{
+	struct track_c *tc = pend->snap->tc;
+
+	pend->started = true;
+	if (pend->status) {
+		queue_work(tc->snap_wq, &pend->work);
+		return;
+	}
+	/* On an error, dm_io() has called snap_pend_read_done() too. */
+	snap_io(tc, REQ_OP_READ, tc->dev->bdev,
+		tc->start + (pend->block << tc->block_shift),
+		snap_block_sectors(tc, pend->block), pend->data,
+		snap_pend_read_done, pend);
 }
 
 /*
- * Preserve BLOCK on the COW device, in the next free slot: read it from
- * the origin into BUF, write it to the slot, then publish the slot. A slot
- * is never reused while the snapshot lasts, so a view read that found it
- * may read it later. False when the snapshot failed.
+ * A preservation's read is done (or it failed before): write it to its COW
+ * slot, if it has one, publish it, and let the writes that waited for it
+ * go on. A write waiting for several blocks goes on after the last one.
+ * A preservation that failed fails the snapshot, never the writes.
  */
-static bool snap_preserve_cow(struct track_snap *snap, u64 block, void *buf)
+static void snap_pend_work(struct work_struct *work)
 {
+	struct snap_pend *pend = container_of(work, struct snap_pend, work);
+	struct track_snap *snap = pend->snap;
 	struct track_c *tc = snap->tc;
-	sector_t count = snap_block_sectors(tc, block);
-	u64 slot;
-	int r;
+	unsigned int bytes = snap_block_bytes(tc);
+	unsigned int noio = memalloc_noio_save();
+	struct snap_waiter *w, *next;
+	bool cow = pend->slot != U64_MAX;
+	bool first = false;
+	void *entry;
 
-	slot = atomic64_inc_return(&snap->cow_next) - 1;
-	if (slot >= snap->cow_slots) {
-		snap_fail(snap, "the COW device is full");
+	if (!pend->started) {
+		/* Started by the worker: see SNAP_MAP_READS. */
+		snap_pend_start(pend);
+		memalloc_noio_restore(noio);
+		return;
+	}
+	/* A slot is never reused while the snapshot lasts: no need to wait. */
+	if (!pend->status && cow && !READ_ONCE(pend->viewed) &&
+	    snap_io(tc, REQ_OP_WRITE, tc->cow_dev->bdev,
+		    pend->slot << tc->block_shift,
+		    snap_block_sectors(tc, pend->block), pend->data,
+		    NULL, NULL)) {
+		pend->status = BLK_STS_IOERR;
+		pend->why = "writing to the COW device failed";
+	}
+
+	xa_lock_irq(&snap->blocks);
+	if (pend->status)
+		first = __snap_fail(snap);
+	if (snap->failed)
+		entry = NULL;
+	else if (pend->viewed)
+		entry = SNAP_READ;
+	else if (cow)
+		entry = xa_mk_value(pend->slot + 1);
+	else
+		entry = pend->data;
+	__xa_clear_mark(&snap->blocks, pend->block, SNAP_PENDING);
+	/* Replaces an entry in place: never allocates. */
+	if (entry)
+		__xa_store(&snap->blocks, pend->block, entry, GFP_NOWAIT);
+	else
+		__xa_erase(&snap->blocks, pend->block);
+	w = pend->waiters;
+	pend->waiters = NULL;
+	xa_unlock_irq(&snap->blocks);
+	if (first)
+		snap_fail_log(snap, pend->why);
+
+	if (entry && entry == pend->data)
+		pend->data = NULL;	/* now the snapshot's */
+	else if (pend->held)
+		atomic64_sub(bytes, &snap->bytes);
+	if (snap_is_cow(entry))
+		atomic64_add(bytes, &snap->cow_bytes);
+
+	for (; w; w = next) {
+		struct track_bio *tb = dm_per_bio_data(w->bio, sizeof(*tb));
+		struct bio *bio = w->bio;
+
+		next = w->next;
+		if (w != &pend->first)
+			kfree(w);
+		if (atomic_dec_and_test(&tb->snap_waits))
+			track_write_continue(tc, bio, tb);
+	}
+	snap_pend_free(pend);
+	snap_put(snap);
+	memalloc_noio_restore(noio);
+}
+
+/*
+ * A new preservation of BLOCK; its memory is taken before the block is
+ * known to need it, as it cannot be under the lock. NULL if there is none.
+ */
+static struct snap_pend *snap_pend_alloc(struct track_snap *snap, u64 block)
+{
+	struct snap_pend *pend;
+
+	pend = kzalloc(sizeof(*pend), GFP_KERNEL | __GFP_NOWARN);
+	if (!pend)
+		return NULL;
+	pend->data = kvmalloc(snap_block_bytes(snap->tc),
+			      GFP_KERNEL | __GFP_NOWARN);
+	if (!pend->data) {
+		kfree(pend);
+		return NULL;
+	}
+	pend->snap = snap;
+	pend->block = block;
+	pend->slot = U64_MAX;
+	INIT_WORK(&pend->work, snap_pend_work);
+	return pend;
+}
+
+/*
+ * Room for a new preservation: memory up to the limit, then a COW slot.
+ * False, with the reason, when there is none: the snapshot fails.
+ */
+static bool snap_pend_reserve(struct snap_pend *pend, const char **why)
+{
+	struct track_snap *snap = pend->snap;
+	unsigned int bytes = snap_block_bytes(snap->tc);
+
+	if (atomic64_add_return(bytes, &snap->bytes) <= snap->limit) {
+		pend->held = true;
+		return true;
+	}
+	atomic64_sub(bytes, &snap->bytes);
+	if (!snap->cow_slots) {
+		*why = "the preserved data reached the limit";
 		return false;
 	}
-	if (snap_read_origin(tc, block, buf)) {
-		snap_fail(snap, "reading a block to preserve failed");
+	pend->slot = atomic64_inc_return(&snap->cow_next) - 1;
+	if (pend->slot >= snap->cow_slots) {
+		*why = "the COW device is full";
 		return false;
 	}
-	if (snap_io(tc, REQ_OP_WRITE, tc->cow_dev->bdev,
-		    slot << tc->block_shift, count, buf)) {
-		snap_fail(snap, "writing to the COW device failed");
-		return false;
-	}
-	/* -EBUSY: the view read it whole meanwhile; the slot stays unused. */
-	r = xa_insert_irq(&snap->blocks, block, xa_mk_value(slot + 1),
-			  GFP_KERNEL);
-	if (r && r != -EBUSY) {
-		snap_fail(snap, "out of memory for the block index");
-		return false;
-	}
-	if (!r)
-		atomic64_add(snap_block_bytes(tc), &snap->cow_bytes);
 	return true;
 }
 
-/* Keep the freeze-time data of the blocks of FIRST..LAST that need it. */
-static void snap_preserve(struct track_snap *snap, u64 first, u64 last)
-{
-	struct track_c *tc = snap->tc;
-	unsigned int bytes = snap_block_bytes(tc);
-	struct track_bitset *frozen;
-	void *buf, *cow_buf = NULL;
-	u64 b;
-	int r;
+enum snap_wait {
+	SNAP_WAIT_NONE,		/* the block needs nothing (any more) */
+	SNAP_WAIT_JOINED,	/* the write waits for a running preservation */
+	SNAP_WAIT_STARTED,	/* ... for a new one, to be started */
+	SNAP_WAIT_NEED_PEND,	/* a new one is needed: allocate it */
+	SNAP_WAIT_NEED_WAITER,	/* a running one: allocate a waiter */
+	SNAP_WAIT_FAILED,
+};
 
-	for (b = first; b <= last; b++) {
-		cond_resched();
-		if (READ_ONCE(snap->failed))
-			break;
-		/* Pairs with track_snap_start(). */
-		frozen = smp_load_acquire(&snap->frozen);
-		if (frozen && !track_bitset_test(frozen, b))
-			continue;
-		if (xa_load(&snap->blocks, b))
-			continue;
-		if (atomic64_add_return(bytes, &snap->bytes) > snap->limit) {
-			atomic64_sub(bytes, &snap->bytes);
-			if (!snap->cow_slots) {
-				snap_fail(snap, "the preserved data reached the limit");
-				break;
-			}
-			if (!cow_buf)
-				cow_buf = kvmalloc(bytes,
-						   GFP_KERNEL | __GFP_NOWARN);
-			if (!cow_buf) {
-				snap_fail(snap, "out of memory for a COW copy");
-				break;
-			}
-			if (!snap_preserve_cow(snap, b, cow_buf))
-				break;
-			continue;
-		}
-		buf = kvmalloc(bytes, GFP_KERNEL | __GFP_NOWARN);
-		if (!buf) {
-			atomic64_sub(bytes, &snap->bytes);
-			snap_fail(snap, "out of memory for preserved data");
-			break;
-		}
-		r = snap_read_origin(tc, b, buf);
-		if (r) {
-			kvfree(buf);
-			atomic64_sub(bytes, &snap->bytes);
-			snap_fail(snap, "reading a block to preserve failed");
-			break;
-		}
-		/* -EBUSY: the view read it whole meanwhile, or a write. */
-		r = xa_insert_irq(&snap->blocks, b, buf, GFP_KERNEL);
-		if (r) {
-			kvfree(buf);
-			atomic64_sub(bytes, &snap->bytes);
-			if (r != -EBUSY) {
-				snap_fail(snap, "out of memory for the block index");
-				break;
-			}
-		}
+/*
+ * Make the write BIO wait for the preservation of BLOCK, if it needs one:
+ * join the one running, or start one with *PEND. Under the xa_lock.
+ */
+static enum snap_wait snap_wait_locked(struct track_snap *snap,
+				       struct bio *bio, struct track_bio *tb,
+				       u64 block, struct snap_pend **pend,
+				       struct snap_waiter **waiter)
+{
+	struct snap_pend *p;
+	void *entry;
+
+	if (snap->failed)
+		return SNAP_WAIT_NONE;
+	entry = xa_load(&snap->blocks, block);
+	if (entry && !xa_get_mark(&snap->blocks, block, SNAP_PENDING))
+		return SNAP_WAIT_NONE;
+	if (entry) {
+		if (!*waiter)
+			return SNAP_WAIT_NEED_WAITER;
+		p = entry;
+		(*waiter)->bio = bio;
+		(*waiter)->next = p->waiters;
+		p->waiters = *waiter;
+		*waiter = NULL;
+		atomic_inc(&tb->snap_waits);
+		return SNAP_WAIT_JOINED;
 	}
-	kvfree(cow_buf);
+	if (!*pend)
+		return SNAP_WAIT_NEED_PEND;
+	p = *pend;
+	p->block = block;
+	/* May drop the lock to allocate: then only if still absent. */
+	entry = __xa_cmpxchg(&snap->blocks, block, NULL, p, GFP_NOIO);
+	if (xa_is_err(entry)) {
+		if (__snap_fail(snap))
+			return SNAP_WAIT_FAILED;
+		return SNAP_WAIT_NONE;
+	}
+	if (entry)	/* came meanwhile: look again */
+		return snap_wait_locked(snap, bio, tb, block, pend, waiter);
+	__xa_set_mark(&snap->blocks, block, SNAP_PENDING);
+	p->first.bio = bio;
+	p->waiters = &p->first;
+	atomic_inc(&tb->snap_waits);
+	atomic_inc(&snap->users);
+	return SNAP_WAIT_STARTED;
 }
 
-static void snap_worker(struct work_struct *work)
+/*
+ * Called by map for a write marked in an active set whose epoch has SNAP,
+ * with a reference from track_snap_get(), which this drops: true when the
+ * write waits for the preservation of the freeze-time data of some of its
+ * blocks, and goes on when the last one is done. The first reads start
+ * here, so that the reads of writes mapped together run together.
+ */
+bool track_snap_defer(struct track_snap *snap, struct bio *bio,
+		      struct track_bio *tb)
 {
-	struct track_c *tc = container_of(work, struct track_c, snap_work);
+	/* Pairs with track_snap_start(). */
+	struct track_bitset *frozen = smp_load_acquire(&snap->frozen);
 	unsigned int noio = memalloc_noio_save();
-	struct bio_list bios;
-	struct bio *bio;
+	struct snap_waiter *waiter = NULL;
+	struct snap_pend *pend = NULL;
+	const char *why = NULL;
+	unsigned int reads = 0;
+	enum snap_wait r;
+	u64 b;
 
-	spin_lock_irq(&tc->snap_lock);
-	bios = tc->snap_bios;
-	bio_list_init(&tc->snap_bios);
-	spin_unlock_irq(&tc->snap_lock);
-
-	while ((bio = bio_list_pop(&bios))) {
-		struct track_bio *tb = dm_per_bio_data(bio, sizeof(*tb));
-
-		snap_preserve(tb->snap, tb->first, tb->last);
-		track_write_continue(tc, bio, tb);
+	atomic_set(&tb->snap_waits, 1);
+	for (b = tb->first; b <= tb->last; b++) {
+		if (frozen && !track_bitset_test(frozen, b))
+			continue;
+		cond_resched();
+again:
+		xa_lock_irq(&snap->blocks);
+		r = snap_wait_locked(snap, bio, tb, b, &pend, &waiter);
+		xa_unlock_irq(&snap->blocks);
+		switch (r) {
+		case SNAP_WAIT_NEED_PEND:
+			pend = snap_pend_alloc(snap, b);
+			if (pend)
+				goto again;
+			why = "out of memory for preserved data";
+			break;
+		case SNAP_WAIT_NEED_WAITER:
+			waiter = kmalloc(sizeof(*waiter),
+					 GFP_KERNEL | __GFP_NOWARN);
+			if (waiter)
+				goto again;
+			why = "out of memory for a waiting write";
+			break;
+		case SNAP_WAIT_FAILED:
+			snap_fail_log(snap, "out of memory for the block index");
+			break;
+		case SNAP_WAIT_STARTED:
+			break;
+		default:
+			continue;
+		}
+		if (why) {
+			snap_fail(snap, why);
+			break;
+		}
+		if (r != SNAP_WAIT_STARTED)
+			break;
+		/* Published: its read, not yet started, ends it. */
+		if (!snap_pend_reserve(pend, &why)) {
+			pend->status = BLK_STS_IOERR;
+			pend->why = why;
+			why = NULL;
+		}
+		if (reads++ < SNAP_MAP_READS)
+			snap_pend_start(pend);
+		else
+			queue_work(snap->tc->snap_wq, &pend->work);
+		pend = NULL;
 	}
+	snap_pend_free(pend);
+	kfree(waiter);
 	memalloc_noio_restore(noio);
+	snap_put(snap);
+	return !atomic_dec_and_test(&tb->snap_waits);
 }
 
 int track_snap_init(struct track_c *tc)
 {
-	spin_lock_init(&tc->snap_lock);
-	bio_list_init(&tc->snap_bios);
-	INIT_WORK(&tc->snap_work, snap_worker);
-	tc->snap_wq = alloc_workqueue("dm-track-snap", WQ_MEM_RECLAIM, 1);
+	init_waitqueue_head(&tc->snap_wait);
+	tc->snap_wq = alloc_workqueue("dm-track-snap", WQ_MEM_RECLAIM, 0);
 	if (!tc->snap_wq)
 		return -ENOMEM;
 	tc->snap_io = dm_io_client_create();
@@ -337,8 +565,7 @@ struct track_snap *track_snap_create(struct track_c *tc, u64 limit)
 				  tc->block_shift;
 	atomic64_set(&snap->cow_next, 0);
 	atomic64_set(&snap->cow_bytes, 0);
-	atomic_set(&snap->cow_readers, 0);
-	init_waitqueue_head(&snap->cow_wait);
+	atomic_set(&snap->users, 1);	/* its own, until it is dropped */
 	xa_init_flags(&snap->blocks, XA_FLAGS_LOCK_IRQ);
 	return snap;
 }
@@ -373,8 +600,9 @@ void track_snap_start(struct track_c *tc, struct track_snap *snap)
 }
 
 /*
- * End the snapshot and free its data: no write defers for it, no view read
- * uses it, and the writes deferred for it have gone on when this returns.
+ * End the snapshot and free its data: no write waits for it, no view read
+ * uses it, its preservations are done and the writes that waited for them
+ * have gone on when this returns.
  * tc->snap_epoch is left for the caller: commit is refused while it names
  * the frozen epoch and there is no working snapshot.
  */
@@ -394,10 +622,10 @@ void track_snap_drop(struct track_c *tc)
 	RCU_INIT_POINTER(tc->snap, NULL);
 	if (active)
 		RCU_INIT_POINTER(active->snap, NULL);
+	/* Writes and view reads that found it took a reference under RCU. */
 	synchronize_rcu();
-	flush_work(&tc->snap_work);
-	/* View reads that found a COW block counted themselves under RCU. */
-	wait_event(snap->cow_wait, !atomic_read(&snap->cow_readers));
+	snap_put(snap);
+	wait_event(tc->snap_wait, !atomic_read(&snap->users));
 	snap_free(snap);
 }
 
@@ -627,7 +855,14 @@ static bool snap_read_done(struct track_snap *snap, struct bio *bio,
 		if (!track_bitset_test(snap->frozen, b))
 			continue;
 		entry = xa_load(&snap->blocks, b);
-		if (entry && !xa_is_value(entry)) {
+		if (entry && xa_get_mark(&snap->blocks, b, SNAP_PENDING)) {
+			/*
+			 * Its writes wait: what the read saw is the freeze-
+			 * time data, which the view need not keep if whole.
+			 */
+			if (lo == bs && hi == be)
+				((struct snap_pend *)entry)->viewed = true;
+		} else if (entry && !xa_is_value(entry)) {
 			copy_to_bio(bio, vb->iter, (lo - start) << 9,
 				    entry + ((lo - bs) << 9), (hi - lo) << 9);
 		} else if (snap_is_cow(entry)) {
@@ -651,7 +886,7 @@ out:
 /*
  * Finish a view read with the data of its blocks preserved on the COW
  * device. A slot, once in the index, holds its block until the snapshot
- * ends, and the snapshot waits for this (cow_readers) before it ends.
+ * ends, and the snapshot waits for this (users) before it ends.
  */
 static void snap_cow_read(struct work_struct *work)
 {
@@ -684,7 +919,7 @@ static void snap_cow_read(struct work_struct *work)
 		slot = xa_to_value(entry) - 1;
 		if (snap_io(tc, REQ_OP_READ, tc->cow_dev->bdev,
 			    slot << tc->block_shift, snap_block_sectors(tc, b),
-			    buf)) {
+			    buf, NULL, NULL)) {
 			snap_fail(snap, "reading the COW device failed");
 			bio->bi_status = BLK_STS_IOERR;
 			break;
@@ -696,8 +931,7 @@ static void snap_cow_read(struct work_struct *work)
 out:
 	if (READ_ONCE(snap->failed))
 		bio->bi_status = BLK_STS_IOERR;
-	if (atomic_dec_and_test(&snap->cow_readers))
-		wake_up(&snap->cow_wait);
+	snap_put(snap);
 	memalloc_noio_restore(noio);
 	vb->cow_done = true;
 	bio_endio(bio);
@@ -720,8 +954,8 @@ static int view_end_io(struct dm_target *ti, struct bio *bio,
 	snap = rcu_dereference(tv->tc->snap);
 	if (snap && snap->seq == vb->seq) {
 		if (snap_read_done(snap, bio, vb, error)) {
-			/* The snapshot, and so its worker, waits for it. */
-			atomic_inc(&snap->cow_readers);
+			/* The snapshot waits for it. */
+			atomic_inc(&snap->users);
 			vb->snap = snap;
 			INIT_WORK(&vb->cow_work, snap_cow_read);
 			queue_work(tv->tc->snap_wq, &vb->cow_work);

@@ -45,7 +45,7 @@ static void track_mark(struct track_c *tc, u64 first, u64 last)
 }
 
 /*
- * Mark a write being mapped; true if it was deferred to preserve the
+ * Mark a write being mapped; true if it waits for the preservation of the
  * frozen data it overwrites. The snapshot is the one of the set the write
  * is marked in, read in the same RCU section: a write in the new epoch of
  * a snapshot freeze always sees it.
@@ -55,16 +55,14 @@ static bool track_mark_write(struct track_c *tc, struct bio *bio,
 {
 	struct track_bitset *active;
 	struct track_snap *snap;
-	bool deferred = false;
 
 	rcu_read_lock();
 	active = rcu_dereference(tc->active);
 	track_bitset_mark(active, tb->first, tb->last, GFP_NOWAIT);
-	snap = rcu_dereference(active->snap);
-	if (snap)
-		deferred = track_snap_defer(snap, bio, tb);
+	snap = track_snap_get(rcu_dereference(active->snap), tb);
 	rcu_read_unlock();
-	return deferred;
+	/* Outside RCU: it allocates and starts reads. */
+	return snap && track_snap_defer(snap, bio, tb);
 }
 
 /* Replace the active set; the old one is no longer marked on return. */
@@ -473,11 +471,14 @@ static void track_destroy(struct track_c *tc)
 }
 
 /*
- * Is TC's metadata device used by a track target of another mapped device?
- * Two devices sharing one would each load the other's set. (A reload of the
- * same device may use it: the new table takes over from the old one.)
+ * Is BDEV used by a track target of another mapped device, as its metadata
+ * or COW device, or (with DATA) as its data device? A metadata device
+ * shared by two devices would have each load the other's set; a COW device
+ * shared would have both write the same slots. (A reload of the same
+ * device may use them: the new table takes over from the old one.)
  */
-static bool md_in_use(struct track_c *tc)
+static bool track_bdev_in_use(struct track_c *tc, struct block_device *bdev,
+			      bool data)
 {
 	struct mapped_device *md = dm_table_get_md(tc->ti->table);
 	struct track_c *other;
@@ -486,30 +487,9 @@ static bool md_in_use(struct track_c *tc)
 	list_for_each_entry(other, &track_devices, list) {
 		if (dm_table_get_md(other->ti->table) == md)
 			continue;
-		if ((other->md_dev && other->md_dev->bdev == tc->md_dev->bdev) ||
-		    (other->cow_dev && other->cow_dev->bdev == tc->md_dev->bdev))
-			return true;
-	}
-	return false;
-}
-
-/*
- * Is TC's COW device used by a track target of another mapped device, as
- * its COW, metadata or data device? Both would write the same slots.
- */
-static bool cow_in_use(struct track_c *tc)
-{
-	struct mapped_device *md = dm_table_get_md(tc->ti->table);
-	struct block_device *cow = tc->cow_dev->bdev;
-	struct track_c *other;
-
-	lockdep_assert_held(&track_devices_lock);
-	list_for_each_entry(other, &track_devices, list) {
-		if (dm_table_get_md(other->ti->table) == md)
-			continue;
-		if ((other->cow_dev && other->cow_dev->bdev == cow) ||
-		    (other->md_dev && other->md_dev->bdev == cow) ||
-		    other->dev->bdev == cow)
+		if ((other->md_dev && other->md_dev->bdev == bdev) ||
+		    (other->cow_dev && other->cow_dev->bdev == bdev) ||
+		    (data && other->dev->bdev == bdev))
 			return true;
 	}
 	return false;
@@ -735,7 +715,7 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 
 	/* The check and the insertion under one hold: no two creates race. */
 	mutex_lock(&track_devices_lock);
-	if (tc->md_dev && md_in_use(tc)) {
+	if (tc->md_dev && track_bdev_in_use(tc, tc->md_dev->bdev, false)) {
 		mutex_unlock(&track_devices_lock);
 		DMERR("%s: give each track device a metadata device of its own",
 		      dm_device_name(dm_table_get_md(ti->table)));
@@ -743,7 +723,7 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		r = -EBUSY;
 		goto bad;
 	}
-	if (tc->cow_dev && cow_in_use(tc)) {
+	if (tc->cow_dev && track_bdev_in_use(tc, tc->cow_dev->bdev, true)) {
 		mutex_unlock(&track_devices_lock);
 		ti->error = "The COW device is in use by another track device";
 		r = -EBUSY;
@@ -805,7 +785,7 @@ static int track_map(struct dm_target *ti, struct bio *bio)
 	return DM_MAPIO_REMAPPED;
 }
 
-/* A write deferred by snapshot mode, its data preserved: let it go on. */
+/* A write that waited for snapshot mode's preservations: let it go on. */
 void track_write_continue(struct track_c *tc, struct bio *bio,
 			  struct track_bio *tb)
 {

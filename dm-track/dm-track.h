@@ -95,7 +95,8 @@ struct track_bio {
 	bool marked;
 	bool counted;		/* in flight for a checkpoint generation */
 	u8 gen;
-	struct track_snap *snap;	/* deferred to preserve data for it */
+	/* Preservations it waits for, plus one while it is being mapped. */
+	atomic_t snap_waits;
 };
 
 /*
@@ -135,9 +136,7 @@ struct track_c {
 	struct track_snap __rcu *snap;	/* of the frozen epoch, or NULL */
 	u64 snap_epoch;			/* frozen with a snapshot, or 0 */
 	u64 snap_seq;			/* snapshots taken */
-	spinlock_t snap_lock;
-	struct bio_list snap_bios;	/* writes waiting for preservation */
-	struct work_struct snap_work;
+	wait_queue_head_t snap_wait;	/* for the users of a snapshot */
 	struct workqueue_struct *snap_wq;
 	struct dm_io_client *snap_io;
 	struct dm_dev *cow_dev;		/* preserved data past the limit */
@@ -174,6 +173,8 @@ void track_snap_exit(struct track_c *tc);
 struct track_snap *track_snap_create(struct track_c *tc, u64 limit);
 void track_snap_start(struct track_c *tc, struct track_snap *snap);
 void track_snap_drop(struct track_c *tc);
+struct track_snap *track_snap_get(struct track_snap *snap,
+				  struct track_bio *tb);
 bool track_snap_defer(struct track_snap *snap, struct bio *bio,
 		      struct track_bio *tb);
 bool track_snap_usable(struct track_c *tc);

@@ -54,6 +54,7 @@ cleanup() {
 	dmsetup remove --noudevsync $NAME 2>/dev/null
 	dmsetup remove --noudevsync dsync-a 2>/dev/null
 	dmsetup remove --noudevsync dsync-b 2>/dev/null
+	dmsetup remove --noudevsync dsync-cow 2>/dev/null
 	rm -rf $T
 }
 
