@@ -105,6 +105,7 @@ check "run.sh report part" env BENCH_DOC="$TMP/docs/benchmarks.md" \
 	"$TOP/bench/run.sh" report
 doc=$TMP/docs/benchmarks.md
 for s in "## The goals" "## dsync against its peers" "### realistic" \
+	 "## The realistic pattern at 24 MiB" "goal >= 100x)" \
 	 "## Scaling with the device size" "## Scaling with the dirty fraction" \
 	 "## The dsync stream on one core" "## uds-plus: the paper's CPU" \
 	 "## Another benchmark" "| linear | 1000 |"; do
