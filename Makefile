@@ -39,10 +39,10 @@ WARNFLAGS	:= -std=c11 -Wall -Wextra -Werror -Wshadow -Wformat=2 \
 BASEFLAGS	:= -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibtrack/include \
 		   $(WARNFLAGS)
 
-# Two libraries: libtrack (watch, stream, batch, extents; needs only zlib)
+# Two libraries: libtrack (watch, stream, batch, extents; zlib, liburing)
 # and libtrack-dm (track_dm_*: libdevmapper and libmnl). A client that only
 # watches files or reads streams never loads the device-mapper stack.
-CORE_PKGS	:= zlib
+CORE_PKGS	:= zlib liburing
 DM_PKGS		:= libmnl devmapper
 DEP_PKGS	:= $(DM_PKGS) $(CORE_PKGS)
 CORE_CFLAGS	 = $(shell $(PKG_CONFIG) --cflags $(CORE_PKGS))

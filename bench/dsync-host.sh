@@ -51,15 +51,22 @@
 #              SCALE_METHODS, SCALE_REPS
 #   fraction   FRACTIONS % of the blocks dirty (random) on SIZE_MIB,
 #              FRACTION_METHODS, FRACTION_REPS
+#   big        the realistic pattern on BIG_MIB (32 GiB), BIG_METHODS
+#              once each: the goal against rsync is set at 32 GiB
+#
+# Two images of the largest size must fit in DIR (64 GiB for the default
+# parts); the script says so and stops before filling the disk.
 #
 # Usage: bench/dsync-host.sh [DIR]     (DIR: scratch space for two images
 #        of the largest size, default build/bench)
 # Environment (defaults): SIZE_MIB (4096), PATTERNS ("realistic random:1
 #   random:10"), METHODS (all above), REPS (3), SLOW_METHODS ("rsync
-#   rsync-b4k"), SLOW_REPS (1), PARTS ("patterns size fraction"), SCALE_MIB ("1024 4096 16384"), SCALE_COUNT (10000),
-#   SCALE_METHODS ("dsync floor floor-p blocksync"), SCALE_REPS (1),
-#   FRACTIONS ("0.1 0.5 1 2 5 10 25"), FRACTION_METHODS ("dsync floor
-#   floor-p blocksync"), FRACTION_REPS (1), SEED (1),
+#   rsync-b4k"), SLOW_REPS (1), PARTS ("patterns size fraction big"),
+#   SCALE_MIB ("1024 4096 16384 32768"), SCALE_COUNT (10000),
+#   SCALE_METHODS ("dsync floor floor-p floor-q blocksync"), SCALE_REPS
+#   (1), FRACTIONS ("0.1 0.5 1 2 5 10 25"), FRACTION_METHODS ("dsync floor
+#   floor-p floor-q blocksync"), FRACTION_REPS (1), SEED (1),
+#   BIG_MIB (32768), BIG_METHODS ("dsync floor floor-q blocksync rsync"),
 #   RESULTS (bench/results), DROP_CACHES (all | files), VERIFY (cmp |
 #   known: check DST byte for byte against the source's known content,
 #   regenerated from the seeds, reading half as much as cmp), SKIP
@@ -75,14 +82,16 @@ methods=${METHODS:-dsync dsync-z rsync rsync-b4k blocksync copy floor floor-p fl
 reps=${REPS:-3}
 slow_methods=${SLOW_METHODS:-rsync rsync-b4k}
 slow_reps=${SLOW_REPS:-1}
-parts=${PARTS:-patterns size fraction}
-scale_mib=${SCALE_MIB:-1024 4096 16384}
+parts=${PARTS:-patterns size fraction big}
+scale_mib=${SCALE_MIB:-1024 4096 16384 32768}
 scale_count=${SCALE_COUNT:-10000}
 scale_methods=${SCALE_METHODS:-dsync floor floor-p floor-q blocksync}
 scale_reps=${SCALE_REPS:-1}
 fractions=${FRACTIONS:-0.1 0.5 1 2 5 10 25}
 fraction_methods=${FRACTION_METHODS:-dsync floor floor-p floor-q blocksync}
 fraction_reps=${FRACTION_REPS:-1}
+big_mib=${BIG_MIB:-32768}
+big_methods=${BIG_METHODS:-dsync floor floor-q blocksync rsync}
 seed=${SEED:-1}
 verify=${VERIFY:-cmp}
 skip=${SKIP:-}
@@ -130,6 +139,10 @@ images() {
 	   [ "$(stat -c %s "$dst" 2>/dev/null)" != $bytes ] ||
 	   ! cmp -s "$src" "$dst"; then
 		rm -f "$src" "$dst"
+		local avail
+		avail=$(df -Pk "$dir" | awk 'NR == 2 { print int($4 / 1024) }')
+		[ "$avail" -gt $(($1 * 2 + 1024)) ] ||
+			die "two images of $1 MiB do not fit in $dir ($avail MiB free, with 1 GiB to spare): free space, or lower SIZE_MIB, SCALE_MIB or BIG_MIB"
 		echo "# filling two images of $1 MiB" >&2
 		"$dir/bdata" fill "$src" "$1"
 		"$dir/bdata" fill "$dst" "$1"
@@ -260,7 +273,11 @@ for part in $parts; do
 			pattern fraction "$size_mib" "random:$f" "" \
 				"$fraction_reps" $fraction_methods
 		done ;;
-	*) die "unknown part $part (patterns, size, fraction)" ;;
+	big)
+		what="BIG_MIB=$big_mib BIG_METHODS='$big_methods' VERIFY=$verify"
+		images "$big_mib"
+		pattern big "$big_mib" realistic "" 1 $big_methods ;;
+	*) die "unknown part $part (patterns, size, fraction, big)" ;;
 	esac
 	meta "$part" "$what bench/dsync-host.sh" "$started" "$load"
 done

@@ -20,7 +20,8 @@ if [ "${1:-}" = "--check" ]; then
 fi
 [ $# -gt 0 ] || set -- all
 
-BUILD="build-essential pkg-config zlib1g-dev libmnl-dev libdevmapper-dev"
+BUILD="build-essential pkg-config zlib1g-dev liburing-dev libmnl-dev
+	libdevmapper-dev"
 TEST="libcmocka-dev python3 e2fsprogs util-linux syncthing curl
 	rsync time python3-matplotlib clang libclang-rt-dev openssh-server
 	openssh-client iproute2 bc"

@@ -21,7 +21,7 @@ export RESULTS=$res DROP_CACHES=files
 # the dsync benchmark, all parts, every method
 check "dsync-host.sh runs every method and part (each cmp-verified)" \
 	env SIZE_MIB=16 REPS=1 SCALE_MIB="8 16" SCALE_COUNT=300 \
-	FRACTIONS="1 10" "$TOP/bench/dsync-host.sh" "$TMP/scratch"
+	FRACTIONS="1 10" BIG_MIB=24 "$TOP/bench/dsync-host.sh" "$TMP/scratch"
 rows=$(grep -c '^patterns,' "$res/dsync-host-patterns.csv")
 [ "$rows" = 27 ] && ok "3 patterns x 9 methods in the CSV" ||
 	not_ok "3 patterns x 9 methods in the CSV (got $rows rows)"
@@ -29,6 +29,9 @@ check "size and fraction CSVs have rows" \
 	grep -q '^size,16,random:1,300,' "$res/dsync-host-size.csv"
 check "the fraction CSV has both fractions" \
 	grep -q '^fraction,16,random:10,' "$res/dsync-host-fraction.csv"
+rows=$(grep -c '^big,24,realistic,' "$res/dsync-host-big.csv")
+[ "$rows" = 5 ] && ok "the big part runs its 5 methods" ||
+	not_ok "the big part runs its 5 methods (got $rows rows)"
 check "the machine JSON parses" /usr/bin/python3 -m json.tool \
 	"$res/dsync-host-patterns.json"
 
@@ -102,6 +105,7 @@ check "run.sh report part" env BENCH_DOC="$TMP/docs/benchmarks.md" \
 	"$TOP/bench/run.sh" report
 doc=$TMP/docs/benchmarks.md
 for s in "## The goals" "## dsync against its peers" "### realistic" \
+	 "## The realistic pattern at 24 MiB" "goal >= 100x)" \
 	 "## Scaling with the device size" "## Scaling with the dirty fraction" \
 	 "## The dsync stream on one core" "## uds-plus: the paper's CPU" \
 	 "## Another benchmark" "| linear | 1000 |"; do

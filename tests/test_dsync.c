@@ -2,7 +2,8 @@
 /*
  * The dsync engine as a library: an extraction of a sparse file reads back
  * as the file (holes as zero runs), its errors name the file, the progress
- * callback can stop it, an aborted stream reads as truncated; an apply
+ * callback can stop it, an aborted stream reads as truncated, and it reads
+ * right where io_uring is refused (a container's seccomp filter); an apply
  * refuses what it must with -errno and a message, applies a stream from
  * memory, and checks its parameters.
  */
@@ -14,7 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <linux/filter.h>
+#include <linux/io_uring.h>
+#include <linux/seccomp.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -50,6 +57,8 @@ static ssize_t buf_read(void *arg, void *data, size_t len)
 
 	if (len > b->len - b->pos)
 		len = b->len - b->pos;
+	if (!len)
+		return 0;	/* B->p may still be NULL */
 	memcpy(data, b->p + b->pos, len);
 	b->pos += len;
 	return len;
@@ -222,64 +231,161 @@ static void many_windows_arrive_in_order(void **state)
  * its own request, all of a window's requests in flight at once) and a
  * file that ends inside its last block: every block comes back as it is
  * on the disk, the last one cut where the file ends. */
-static void scattered_blocks_and_a_short_last_block_read_back(void **state)
-{
-	const uint64_t nblk = 8192, tail = 100;
-	const uint64_t size = (nblk - 1) * BS + tail;
-	struct track_stream_info info = { .block_size = BS };
-	struct track_stream_totals t;
-	struct track_stream_reader *r;
-	struct track_stream_writer *w;
-	struct track_stream_record rec;
-	struct track_extract *x;
-	struct buf b = { 0 };
-	unsigned char *img;
-	uint64_t sent = 0, got = 0, first;
-	char p[128];
-	int fd, ret;
+#define SC_NBLK	8192
+#define SC_TAIL	100
+#define SC_SIZE	((SC_NBLK - 1) * BS + SC_TAIL)
 
-	(void)state;
-	path(p, sizeof(p), "scattered");
-	img = calloc(nblk, BS);
+/* A file of SC_SIZE bytes, the last block short, at P; its image in IMG. */
+static unsigned char *make_scattered(const char *p)
+{
+	unsigned char *img = calloc(SC_NBLK, BS);
+	int fd;
+
 	assert_non_null(img);
-	for (uint64_t i = 0; i < size; i++)
+	for (uint64_t i = 0; i < SC_SIZE; i++)
 		img[i] = (unsigned char)(i * 40503u >> 7) | 1;
 	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_int_equal(write(fd, img, size), (ssize_t)size);
+	assert_int_equal(write(fd, img, SC_SIZE), (ssize_t)SC_SIZE);
 	close(fd);
+	return img;
+}
 
-	assert_int_equal(track_extract_new(p, BS, &x), 0);
-	assert_int_equal(track_extract_size(x), size);
-	assert_int_equal(track_extract_block_count(x), nblk);
-	info.device_size = size;
-	assert_int_equal(track_stream_writer_new(&info, buf_write, &b, &w), 0);
-	assert_int_equal(track_extract_start(x, w), 0);
-	/* 600 lone blocks 13 apart: more than a window's 256 extents */
-	for (first = 5; first < nblk - 1; first += 13) {
-		assert_int_equal(track_extract_add(x, first, 1), 0);
-		sent++;
+/*
+ * Extract 600 lone blocks 13 apart (more than a window's 256 extents) and
+ * the short last block into B. No cmocka assertion: it runs on threads
+ * other than cmocka's. Returns the blocks sent, or -errno.
+ */
+static int64_t extract_scattered(const char *p, struct buf *b)
+{
+	struct track_stream_info info = { .block_size = BS };
+	struct track_stream_writer *w = NULL;
+	struct track_stream_totals t;
+	struct track_extract *x;
+	int64_t sent = 0;
+	uint64_t first;
+	int ret;
+
+	ret = track_extract_new(p, BS, &x);
+	if (ret)
+		goto out;
+	if (track_extract_size(x) != SC_SIZE ||
+	    track_extract_block_count(x) != SC_NBLK) {
+		ret = -EBADMSG;
+		goto out;
 	}
-	assert_int_equal(track_extract_add(x, nblk - 1, 1), 0);
+	info.device_size = SC_SIZE;
+	ret = track_stream_writer_new(&info, buf_write, b, &w);
+	if (!ret)
+		ret = track_extract_start(x, w);
+	for (first = 5; !ret && first < SC_NBLK - 1; first += 13, sent++)
+		ret = track_extract_add(x, first, 1);
+	if (!ret)
+		ret = track_extract_add(x, SC_NBLK - 1, 1);
 	sent++;
-	assert_int_equal(track_extract_finish(x, &t), 0);
-	assert_int_equal(t.data_blocks, sent);
+	if (!ret)
+		ret = track_extract_finish(x, &t);
+	if (!ret && t.data_blocks != (uint64_t)sent)
+		ret = -EBADMSG;
+out:
 	track_extract_free(x);
 	track_stream_writer_free(w);
+	return ret ? ret : sent;
+}
 
-	assert_int_equal(track_stream_reader_new(buf_read, &b, &r), 0);
+/* B holds exactly SENT blocks of IMG, the last one short. */
+static void check_scattered(struct buf *b, const unsigned char *img,
+			    int64_t sent)
+{
+	struct track_stream_info info;
+	struct track_stream_reader *r;
+	struct track_stream_record rec;
+	int64_t got = 0;
+	int ret;
+
+	assert_int_equal(track_stream_reader_new(buf_read, b, &r), 0);
 	assert_int_equal(track_stream_read_header(r, &info), 0);
 	while ((ret = track_stream_read_record(r, &rec)) == 1) {
 		assert_int_equal(rec.type, TRACK_STREAM_DATA);
-		assert_true(rec.first * BS + rec.length <= size);
+		assert_true(rec.first * BS + rec.length <= SC_SIZE);
 		assert_memory_equal(rec.data, img + rec.first * BS,
 				    rec.length);
-		if (rec.first + rec.count == nblk)
-			assert_int_equal(rec.length % BS, tail);
+		if (rec.first + rec.count == SC_NBLK)
+			assert_int_equal(rec.length % BS, SC_TAIL);
 		got += rec.count;
 	}
 	assert_int_equal(ret, 0);
 	assert_int_equal(got, sent);
 	track_stream_reader_free(r);
+}
+
+static void scattered_blocks_and_a_short_last_block_read_back(void **state)
+{
+	struct buf b = { 0 };
+	unsigned char *img;
+	int64_t sent;
+	char p[128];
+
+	(void)state;
+	path(p, sizeof(p), "scattered");
+	img = make_scattered(p);
+	sent = extract_scattered(p, &b);
+	assert_true(sent > 0);
+	check_scattered(&b, img, sent);
+	free(img);
+	free(b.p);
+}
+
+struct no_uring {
+	const char *path;
+	struct buf *b;
+	int setup_err;		/* what io_uring_setup() gave the thread */
+	int64_t sent;
+};
+
+/* Refuse io_uring_setup() to this thread and the threads it starts, as a
+ * container's seccomp profile does, then extract. */
+static void *no_uring_main(void *arg)
+{
+	struct no_uring *nu = arg;
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = 4, .filter = f };
+	struct io_uring_params params = { 0 };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) {
+		nu->setup_err = -errno;
+		return NULL;
+	}
+	if (syscall(__NR_io_uring_setup, 4, &params) < 0)
+		nu->setup_err = errno;
+	nu->sent = extract_scattered(nu->path, nu->b);
+	return NULL;
+}
+
+static void scattered_blocks_read_back_without_io_uring(void **state)
+{
+	struct buf b = { 0 };
+	struct no_uring nu = { .b = &b };
+	unsigned char *img;
+	pthread_t thr;
+	char p[128];
+
+	(void)state;
+	path(p, sizeof(p), "scattered-no-uring");
+	img = make_scattered(p);
+	nu.path = p;
+	assert_int_equal(pthread_create(&thr, NULL, no_uring_main, &nu), 0);
+	assert_int_equal(pthread_join(thr, NULL), 0);
+	/* the filter was in place: io_uring refused, as in a container */
+	assert_int_equal(nu.setup_err, ENOSYS);
+	assert_true(nu.sent > 0);
+	check_scattered(&b, img, nu.sent);
 	free(img);
 	free(b.p);
 }
@@ -490,6 +596,7 @@ int main(void)
 		cmocka_unit_test(a_sparse_file_reads_back_with_holes_as_zero_runs),
 		cmocka_unit_test(many_windows_arrive_in_order),
 		cmocka_unit_test(scattered_blocks_and_a_short_last_block_read_back),
+		cmocka_unit_test(scattered_blocks_read_back_without_io_uring),
 		cmocka_unit_test(extraction_errors_name_the_file),
 		cmocka_unit_test(runs_out_of_order_are_refused),
 		cmocka_unit_test(progress_can_stop_and_abort_leaves_a_cut_stream),
