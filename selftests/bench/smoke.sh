@@ -57,7 +57,11 @@ dm_track_snapshot_cost)
 	want='^idle \(no copy\) +[0-9]
 ^copy, plain freeze +[0-9]
 ^copy, snapshot mode +[0-9]
-^ +1 +[0-9]+ +[0-9.]+ +[0-9]+ \( *[0-9]+ KiB\) +[0-9.]+$
+^QD16 copy, plain +[0-9]
+^QD16 copy, snapshot +[0-9]
+^ +1 +1 +[0-9]+ +[0-9.]+ +[0-9]+ \( *[0-9]+ KiB\) +[0-9.]+$
+^ +1 +16 +[0-9]+ +[0-9.]+ +[0-9]+ \( *[0-9]+ KiB\) +[0-9.]+$
+^QD16 copy, snapshot +[0-9.]+ +median
 ^goal: preserved <= frozen blocks written during the copy: met
 ^goal: write throughput during a copy' ;;
 async_write_cost)
