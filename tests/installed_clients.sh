@@ -22,13 +22,15 @@ for f in usr/share/man/man7/libtrack.7 usr/share/man/man3/track_extents_new.3 \
 	check "installs $f" test -e "$dest/$f"
 done
 
-# pkg-config sees the installed libtrack.pc and zlib.pc, nothing else:
-# no libmnl.pc, no devmapper.pc.
+# pkg-config sees the installed libtrack.pc and the .pc files of what
+# libtrack links (zlib, liburing), nothing else: no libmnl.pc, no
+# devmapper.pc.
 pc=$TMP/pc
 mkdir -p "$pc"
 cp "$dest/usr/lib/pkgconfig/libtrack.pc" "$pc/"
-zpc=$(pkg-config --variable=pcfiledir zlib)/zlib.pc
-cp "$zpc" "$pc/"
+for p in zlib liburing; do
+	cp "$(pkg-config --variable=pcfiledir $p)/$p.pc" "$pc/"
+done
 export PKG_CONFIG_SYSROOT_DIR=$dest
 flags=$(PKG_CONFIG_LIBDIR=$pc pkg-config --cflags --libs libtrack 2>"$TMP/pc.err")
 if [ $? -eq 0 ] && [ -n "$flags" ]; then

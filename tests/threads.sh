@@ -13,7 +13,7 @@ srcs=$(ls "$TOP"/libtrack/src/*.c | grep -v '/dm[^/]*\.c$')
 # shellcheck disable=SC2086
 if ! cc -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	-I"$TOP/libtrack/include" -o "$TMP/threads" "$TOP/tests/threads.c" \
-	$srcs -lz -lpthread 2>"$TMP/cc.err"; then
+	$srcs -lz -luring -lpthread 2>"$TMP/cc.err"; then
 	cat "$TMP/cc.err"
 	not_ok "build tests/threads.c with ThreadSanitizer"
 	done_testing
@@ -30,7 +30,7 @@ fi
 # shellcheck disable=SC2086
 if ! cc -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	-I"$TOP/libtrack/include" -o "$TMP/dsync" "$TOP/tests/test_dsync.c" \
-	$srcs -lz -lpthread -lcmocka 2>"$TMP/cc.err"; then
+	$srcs -lz -luring -lpthread -lcmocka 2>"$TMP/cc.err"; then
 	cat "$TMP/cc.err"
 	not_ok "build tests/test_dsync.c with ThreadSanitizer"
 elif TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$TMP/dsync" >"$TMP/out" 2>"$TMP/err"; then
