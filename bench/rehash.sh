@@ -7,7 +7,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 dir=$(mktemp -d "${TMPDIR:-/var/tmp}/rehash.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 cc -O2 -D_GNU_SOURCE -I"$top/libtrack/include" -o "$dir/rehash_cost" \
-	"$top/bench/rehash_cost.c" "$top/build/lib/libtrack.a" -lz
+	"$top/bench/rehash_cost.c" "$top/build/lib/libtrack.a" -lz -luring
 pin=
 command -v taskset >/dev/null && pin="taskset -c 0"
 $pin "$dir/rehash_cost" "$dir" "${1:-5}"

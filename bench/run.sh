@@ -66,7 +66,7 @@ stream_speed() {
 	d=$(mktemp -d)
 	cc -O2 -D_GNU_SOURCE -I"$top/libtrack/include" -I"$top/libtrack/src" \
 		-o "$d/stream_speed" "$top/bench/stream_speed.c" \
-		"$top/build/lib/libtrack.a" -lz || return 1
+		"$top/build/lib/libtrack.a" -lz -luring || return 1
 	taskset -c 0 "$d/stream_speed" "${STREAM_MIB:-256}"
 	local rc=$?
 	rm -rf "$d"
