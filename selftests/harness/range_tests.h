@@ -109,27 +109,6 @@ static inline long aio_pwrite(int fd, const void *buf, size_t n, off_t off)
 	return ret;
 }
 
-/* One io_uring write; the result its CQE carries, INT_MIN if none came. */
-static inline int uring_pwrite(int fd, const void *buf, unsigned int n,
-			       off_t off)
-{
-	struct io_uring ring;
-	struct io_uring_sqe *sqe;
-	struct io_uring_cqe *cqe;
-	int res = INT_MIN;
-
-	if (io_uring_queue_init(4, &ring, 0))
-		return INT_MIN;
-	sqe = io_uring_get_sqe(&ring);
-	io_uring_prep_write(sqe, fd, buf, n, off);
-	if (io_uring_submit(&ring) == 1 && !io_uring_wait_cqe(&ring, &cqe)) {
-		res = cqe->res;
-		io_uring_cqe_seen(&ring, cqe);
-	}
-	io_uring_queue_exit(&ring);
-	return res;
-}
-
 /*
  * Has this task an io-wq worker ("iou-wrk-<tid>")? A worker exists once
  * io_uring has punted a request to io-wq, and lingers idle for seconds.
@@ -162,8 +141,9 @@ static inline bool has_io_wq_worker(void)
 }
 
 /*
- * One io_uring write, as uring_pwrite(); *PUNTED says whether io_uring had
- * handed it to io-wq by the time its CQE came.
+ * One io_uring write; the result its CQE carries, INT_MIN if none came.
+ * *PUNTED, if not NULL, says whether io_uring had handed it to io-wq by
+ * the time its CQE came.
  */
 static inline int uring_pwrite_punted(int fd, const void *buf, unsigned int n,
 				      off_t off, bool *punted)
@@ -173,7 +153,8 @@ static inline int uring_pwrite_punted(int fd, const void *buf, unsigned int n,
 	struct io_uring_cqe *cqe;
 	int res = INT_MIN;
 
-	*punted = false;
+	if (punted)
+		*punted = false;
 	if (io_uring_queue_init(4, &ring, 0))
 		return INT_MIN;
 	sqe = io_uring_get_sqe(&ring);
@@ -181,10 +162,17 @@ static inline int uring_pwrite_punted(int fd, const void *buf, unsigned int n,
 	if (io_uring_submit(&ring) == 1 && !io_uring_wait_cqe(&ring, &cqe)) {
 		res = cqe->res;
 		io_uring_cqe_seen(&ring, cqe);
-		*punted = has_io_wq_worker();
+		if (punted)
+			*punted = has_io_wq_worker();
 	}
 	io_uring_queue_exit(&ring);
 	return res;
+}
+
+static inline int uring_pwrite(int fd, const void *buf, unsigned int n,
+			       off_t off)
+{
+	return uring_pwrite_punted(fd, buf, n, off, NULL);
 }
 
 /*
