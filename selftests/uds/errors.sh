@@ -64,6 +64,25 @@ mv "$W/too-big.bin" "$S/too-big.bin"
 full_and_pending "the error says the file system is full" \
 	"the big file stays pending"
 check "no partial file is visible in SYNCFOLDER" [ ! -e "$D/too-big.bin" ]
+
+# While a failed push waits to be tried again, uds-plus sleeps: a change
+# that comes in meanwhile plans a push of its own, but that push waits
+# for the retry too, and uds-plus does not spin until then. The failures
+# so far (1 s, 2 s, 4 s apart) put the next retry seconds away; a change
+# then, every 0.5 s, and uds-plus's CPU time over those 6 s is counted
+# (one core spinning: 6 s; asleep: a few failed pushes of 3 MB).
+sleep 6
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$UDS_PID/stat"; }
+c0=$(cpu_ticks)
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	echo "$i" >>"$S/while-full.txt"
+	sleep 0.5
+done
+c1=$(cpu_ticks)
+hz=$(getconf CLK_TCK)
+diag "uds-plus used $((c1 - c0)) ticks of $hz/s in 6 s while the push waited"
+check "uds-plus sleeps while a failed push waits to be tried again" \
+	[ $((c1 - c0)) -lt "$hz" ]
 space_again "with space again, everything arrives"
 
 # A file that grows in place on a disk that fills up: the cloud client must

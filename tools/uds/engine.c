@@ -660,12 +660,18 @@ static int wait_ms(struct uds *u)
 	if (u->next_rescan)
 		CONSIDER(u->next_rescan > now ? (int64_t)(u->next_rescan - now) :
 			 0);
+	/* A push planned before a failed push's retry waits for it. */
+#define CONSIDER_PUSH(at) do {						\
+		uint64_t a_ = (at) > u->retry_at ? (at) : u->retry_at;	\
+		CONSIDER(a_ > now ? (int64_t)(a_ - now) : 0);		\
+	} while (0)
 	if (u->lone_at)
-		CONSIDER(u->lone_at > now ? (int64_t)(u->lone_at - now) : 0);
+		CONSIDER_PUSH(u->lone_at);
 	if (u->tick_at)
-		CONSIDER(u->tick_at > now ? (int64_t)(u->tick_at - now) : 0);
+		CONSIDER_PUSH(u->tick_at);
 	if (u->early_at)
-		CONSIDER(u->early_at > now ? (int64_t)(u->early_at - now) : 0);
+		CONSIDER_PUSH(u->early_at);
+#undef CONSIDER_PUSH
 	if (u->broken)
 		CONSIDER(2000);
 #undef CONSIDER
