@@ -260,19 +260,26 @@ static void crc32c_matches_reference_vectors(void **state)
 			 0xe3069283);
 }
 
+/*
+ * Lengths below and above the three-chain thresholds (3 x 256 and
+ * 3 x 8192 bytes), at every alignment.
+ */
 static void crc32c_instruction_and_tables_agree(void **state)
 {
-	unsigned char buf[4096 + 64];
+	static unsigned char buf[80 * 1024 + 64];
 	size_t off, len;
 	int i;
 
 	rnd_fill(buf, sizeof(buf));
-	for (i = 0; i < 2000; i++) {
+	for (i = 0; i < 3000; i++) {
 		off = rnd() % 64;
-		len = rnd() % 4096;
+		len = i < 2000 ? rnd() % 4096 : rnd() % (80 * 1024);
 		assert_int_equal(trk_crc32c(i, buf + off, len),
 				 trk_crc32c_sw(i, buf + off, len));
 	}
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(trk_crc32c(0, buf, 3 * 8192),
+			 trk_crc32c_sw(0, buf, 3 * 8192));
 	print_message("# crc32c uses %s\n", trk_crc32c_hw() ?
 		      "the SSE4.2 instruction" : "slicing-by-8 tables");
 }
