@@ -1,11 +1,13 @@
 #!/bin/bash
-# The AIO and io_uring direct-write cost of the series, side by side from
-# one `make bench` run: selftests/bench/async_write_cost ran in boot
-# "bench" (the patched kernel) and in boot "benchunpatched" (the same
-# configuration without the series); this prints writes/s per case and the
-# patched kernel's speed as a fraction of the unpatched one's (1.000: no
-# cost). Cases without a counterpart on the unpatched kernel (a watcher
-# with ranges) are compared with its plain watcher in the same place.
+# What the series costs on the write path, side by side from one
+# `make bench` run: selftests/bench/inotify_range_overhead (a write(2)
+# loop) and selftests/bench/async_write_cost (AIO and io_uring direct
+# writes) ran in boot "bench" (the patched kernel) and in boot
+# "benchunpatched" (the same configuration without the series). This
+# prints writes/s per case on each kernel and the patched kernel's speed
+# as a fraction of the unpatched one's (1.000: no cost; below 1: slower).
+# A case the unpatched kernel cannot have (a group that asked for ranges)
+# is compared with its plain counterpart there.
 #
 # Usage: bench/async-cost.sh [VM_OUT_DIR]   (default build/bench-vm)
 # Exit status: 0, 1 if a boot's results are missing, 2 for bad usage.
@@ -15,13 +17,41 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$top/build/bench-vm}
 
 for b in bench benchunpatched; do
-	if ! grep -qs '^ *async-cost ' "$dir/results-$b.log"; then
-		echo "async-cost: no async-cost lines in $dir/results-$b.log;" \
-			"run bench/run.sh vm (it builds the unpatched kernel)" >&2
-		exit 1
-	fi
+	for tag in write-loop async-cost; do
+		if ! grep -qs "^ *$tag " "$dir/results-$b.log"; then
+			echo "async-cost: no $tag lines in $dir/results-$b.log;" \
+				"run bench/run.sh vm (it builds the unpatched kernel)" >&2
+			exit 1
+		fi
+	done
 done
 
+echo "write(2) loop, 4 KiB to a file on tmpfs; the watcher watches that file"
+grep -h '^ *write-loop ' "$dir/results-bench.log" \
+	"$dir/results-benchunpatched.log" | awk '
+	{ v[$2 " " $3] = $4 }
+	END {
+		split("unwatched inotify inotify+ranges fanotify fanotify+ranges", cases, " ")
+		base["unwatched"] = "unwatched"; base["inotify"] = "inotify"
+		base["inotify+ranges"] = "inotify"
+		base["fanotify"] = "fanotify"; base["fanotify+ranges"] = "fanotify"
+		printf "%-16s %12s %12s %9s\n", "case", "unpatched/s",
+		       "patched/s", "ratio"
+		for (c = 1; c <= 5; c++) {
+			k = cases[c]
+			p = v["patched " k]
+			u = v["unpatched " base[k]]
+			if (p == "" || u == "")
+				continue
+			printf "%-16s %12d %12d %9.3f%s\n", k, u, p, p / u,
+			       base[k] != k ? " (vs unpatched " base[k] ")" : ""
+		}
+	}'
+echo
+echo "O_DIRECT 4 KiB writes, one in flight, to a file nobody watches, on ext4"
+echo "(idle: nothing on the file system watched; watched/ranges: another"
+echo "directory watched, plain or with ranges; asked: the file's directory"
+echo "watched with ranges)"
 grep -h '^ *async-cost ' "$dir/results-bench.log" \
 	"$dir/results-benchunpatched.log" | awk '
 	{ v[$2 " " $3 " " $4] = $5; if (!($3 in seen)) { seen[$3] = 1; ifs[n++] = $3 } }

@@ -95,10 +95,10 @@ for part in $parts; do
 		# The boots named benchunpatched* run the kernel without the
 		# series; only make bench builds it (ccache makes it cheap).
 		"$top/scripts/kernel.sh" --unpatched || status=1
-		text vm-bench "In the VM: dm-track write path, inotify ranges, uds-plus ranges mode, async direct writes" \
-			"scripts/vm-run.sh --bench" \
+		text vm-bench "In the VM: every bench program's output${LIBTRACK_ONLY:+ (those matching $LIBTRACK_ONLY)}" \
+			"${LIBTRACK_ONLY:+LIBTRACK_ONLY='$LIBTRACK_ONLY' }${LIBTRACK_VM_CPUS:+LIBTRACK_VM_CPUS=$LIBTRACK_VM_CPUS }scripts/vm-run.sh --bench" \
 			"$top/scripts/vm-run.sh" --bench --out "$top/build/bench-vm"
-		text async-cost "AIO and io_uring direct writes: the series against the kernel without it (VM, one run)" \
+		text vm-async-cost "The write loop and AIO and io_uring direct writes: the series against the kernel without it (VM, one run)" \
 			"bench/run.sh vm (bench/async-cost.sh build/bench-vm)" \
 			"$top/bench/async-cost.sh" "$top/build/bench-vm" ;;
 	report)

@@ -115,14 +115,19 @@ for p in patterns size fraction; do
 	check "plot $p is a PNG" sh -c "head -c 4 '$TMP/docs/img/bench-dsync-$p.png' |
 		grep -q PNG"
 done
-# the AIO/io_uring comparison of two boots (results as the VM prints them)
+# the write loop and AIO/io_uring comparison of two boots (results as
+# the VM prints them)
 vm=$TMP/bench-vm
 mkdir -p "$vm"
 printf '    async-cost patched aio idle 1000\n    async-cost patched aio ranges 900\n' \
 	>"$vm/results-bench.log"
+printf '    write-loop patched fanotify+ranges 300\n' >>"$vm/results-bench.log"
 printf '    async-cost unpatched aio idle 2000\n    async-cost unpatched aio watched 1000\n' \
 	>"$vm/results-benchunpatched.log"
+printf '    write-loop unpatched fanotify 400\n' >>"$vm/results-benchunpatched.log"
 out=$("$TOP/bench/async-cost.sh" "$vm")
+check "async-cost.sh: the write loop's ranged fanotify against plain" \
+	grep -qE '^fanotify\+ranges +400 +300 +0\.750 \(vs unpatched fanotify\)$' <<<"$out"
 check "async-cost.sh: patched over unpatched, same case" \
 	grep -qE '^aio +idle +2000 +1000 +0\.500$' <<<"$out"
 check "async-cost.sh: ranges against the unpatched plain watcher" \

@@ -28,7 +28,13 @@ inotify_range_overhead)
 	want='^unwatched +[0-9]
 ^inotify +[0-9]
 ^inotify\+ranges +[0-9]
-^ranges on vs off \(inotify\+ranges / inotify\): [0-9]' ;;
+^fanotify +[0-9]
+^fanotify\+ranges +[0-9]
+^ranges on vs off \(inotify\+ranges / inotify\): [0-9]
+^ranges on vs off \(fanotify\+ranges / fanotify\): [0-9]
+^write-loop patched unwatched [0-9]+$
+^write-loop patched inotify\+ranges [0-9]+$
+^write-loop patched fanotify\+ranges [0-9]+$' ;;
 dm_track_region_size)
 	want='^ +64 KiB +[0-9]
 ^ +256 KiB +[0-9]
