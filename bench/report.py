@@ -223,7 +223,8 @@ def big_section(out, goals):
     at = f"{size // 1024} GiB" if size % 1024 == 0 else f"{size} MiB"
     out.append(f"## The realistic pattern at {at}\n")
     out.append(f"Command: `{meta.get('command', 'bench/dsync-host.sh')}` "
-               f"(PARTS=big), {size} MiB, each method once; the same "
+               f"(PARTS=big), {size} MiB, medians of the n runs (rsync and "
+               "the block-checksum sync once); the same "
                "procedure as above (dropped cache, fsynced replica, checked "
                "afterwards). The goal against rsync is set at this size.\n")
     out.append(f"Machine: {machine(meta)}; load average (1 min) at the "
