@@ -144,12 +144,21 @@ static int stale_view(const char *view, void *arg)
 	struct stale_views *s = arg;
 	size_t n = strlen(s->prefix), len;
 	const char *p = view + n;
-	int ret;
+	int i, ret;
 
 	if (strncmp(view, s->prefix, n) || !*p || strspn(p, "0123456789") !=
 	    strlen(p))
 		return 0;	/* somebody else's view: not ours to remove */
-	ret = track_dm_view_remove(s->dm, view);
+	/*
+	 * The reads a killed run had in flight (an io_uring's) hold the view
+	 * open for a moment after its lock is gone: give them 2 s.
+	 */
+	for (i = 0; i < 20; i++) {
+		ret = track_dm_view_remove(s->dm, view);
+		if (ret != -EBUSY)
+			break;
+		usleep(100000);
+	}
 	if (ret == -ENODEV)
 		return 0;	/* gone meanwhile */
 	if (ret) {
