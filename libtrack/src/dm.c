@@ -525,6 +525,150 @@ TRACK_EXPORT int track_dm_view_create(struct track_dm *dm, const char *name)
 	return r;
 }
 
+/* The device number of the device-mapper device NAME. */
+static int dm_devt(const char *name, uint32_t *major, uint32_t *minor)
+{
+	struct dm_task *dmt;
+	struct dm_info info;
+	int r = 0;
+
+	dmt = dm_task_create(DM_DEVICE_INFO);
+	if (!dmt)
+		return task_create_error();
+	if (!dm_task_set_name(dmt, name)) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (!dm_task_run(dmt)) {
+		r = task_error(dmt);
+		if (r == -ENXIO)
+			r = -ENODEV;
+		goto out;
+	}
+	if (!dm_task_get_info(dmt, &info) || !info.exists) {
+		r = -ENODEV;
+		goto out;
+	}
+	*major = info.major;
+	*minor = info.minor;
+out:
+	dm_task_destroy(dmt);
+	return r;
+}
+
+/*
+ * Is NAME a track-view device over the device MAJOR:MINOR? 0 if so;
+ * -ENODEV if NAME does not exist, -EMEDIUMTYPE if its live table is not
+ * one track-view target, -EXDEV if that is a view of another device.
+ * *OPEN gets its open count.
+ */
+static int view_of(const char *name, uint32_t major, uint32_t minor,
+		   int32_t *open)
+{
+	char *type = NULL, *params = NULL;
+	uint64_t start, length;
+	unsigned int ma, mi;
+	struct dm_task *dmt;
+	struct dm_info info;
+	void *next;
+	char end;
+	int r = 0;
+
+	dmt = dm_task_create(DM_DEVICE_TABLE);
+	if (!dmt)
+		return task_create_error();
+	if (!dm_task_set_name(dmt, name)) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (!dm_task_run(dmt)) {
+		r = task_error(dmt);
+		if (r == -ENXIO)
+			r = -ENODEV;
+		goto out;
+	}
+	if (!dm_task_get_info(dmt, &info) || !info.exists) {
+		r = -ENODEV;
+		goto out;
+	}
+	*open = info.open_count;
+	next = dm_get_next_target(dmt, NULL, &start, &length, &type, &params);
+	if (next || !type || strcmp(type, "track-view")) {
+		r = -EMEDIUMTYPE;
+		goto out;
+	}
+	/* The target prints the track device as major:minor. */
+	if (!params || sscanf(params, "%u:%u%c", &ma, &mi, &end) != 2) {
+		r = -EPROTO;
+		goto out;
+	}
+	if (ma != major || mi != minor)
+		r = -EXDEV;
+out:
+	dm_task_destroy(dmt);
+	return r;
+}
+
+TRACK_EXPORT int track_dm_for_each_view(struct track_dm *dm,
+					track_dm_view_fn fn, void *arg)
+{
+	uint32_t major, minor;
+	struct dm_names *names;
+	struct dm_task *dmt;
+	unsigned int next;
+	int32_t open;
+	int r;
+
+	if (!fn)
+		return -EINVAL;
+	r = dm_devt(dm->name, &major, &minor);
+	if (r)
+		return r;
+	dmt = dm_task_create(DM_DEVICE_LIST);
+	if (!dmt)
+		return task_create_error();
+	if (!dm_task_run(dmt)) {
+		r = task_error(dmt);
+		goto out;
+	}
+	names = dm_task_get_names(dmt);
+	if (!names || !names->dev)
+		goto out;	/* no device-mapper devices at all */
+	/* The list is a copy: FN may remove the view it is given. */
+	do {
+		next = names->next;
+		/* A device removed meanwhile is not a view any more. */
+		if (!view_of(names->name, major, minor, &open)) {
+			r = fn(names->name, arg);
+			if (r)
+				break;
+		}
+		names = (struct dm_names *)((char *)names + next);
+	} while (next);
+out:
+	dm_task_destroy(dmt);
+	return r;
+}
+
+TRACK_EXPORT int track_dm_view_remove(struct track_dm *dm, const char *name)
+{
+	uint32_t major, minor;
+	int32_t open = 0;
+	int r;
+
+	if (!name || !*name || strlen(name) >= DM_NAME_LEN)
+		return -EINVAL;
+	r = dm_devt(dm->name, &major, &minor);
+	if (r)
+		return r;
+	r = view_of(name, major, minor, &open);
+	if (r)
+		return r;
+	if (open > 0)
+		return -EBUSY;
+	return track_dm_remove(name);
+}
+
 static int epoch_message(struct track_dm *dm, const char *verb,
 			 uint64_t epoch)
 {

@@ -51,6 +51,11 @@ cleanup() {
 	cd /
 	umount $MNT 2>/dev/null
 	umount $RMNT 2>/dev/null
+	# views (and a decoy named like one) first: a view holds dsync-a open
+	for _v in $(dmsetup ls --target track-view 2>/dev/null |
+		awk '$2 ~ /^\(/ { print $1 }') $NAME-view1; do
+		dmsetup remove --noudevsync $_v 2>/dev/null
+	done
 	dmsetup remove --noudevsync $NAME 2>/dev/null
 	dmsetup remove --noudevsync dsync-a 2>/dev/null
 	dmsetup remove --noudevsync dsync-b 2>/dev/null

@@ -72,6 +72,12 @@ int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
 				    msglen);
 }
 
+/* The name view_create() gives the views of NAME, without the pid. */
+static void view_prefix(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.90s-view", name);
+}
+
 /*
  * Create the view before the freeze: what probes a new device (udev's
  * blkid) then reads it before there is a snapshot, and marks nothing read.
@@ -81,10 +87,11 @@ int ds_epoch_freeze(const char *name, struct ds_epoch *e, char *msg,
 static int view_create(struct track_dm *dm, struct ds_epoch *e,
 		       enum ds_snapshot mode, char *msg, size_t msglen)
 {
+	char prefix[96];	/* "%.90s-view" */
 	int ret;
 
-	snprintf(e->view, sizeof(e->view), "%.90s-view%ld", e->name,
-		 (long)getpid());
+	view_prefix(e->name, prefix, sizeof(prefix));
+	snprintf(e->view, sizeof(e->view), "%s%ld", prefix, (long)getpid());
 	ret = track_dm_view_create(dm, e->view);
 	if (!ret) {
 		snprintf(e->path, sizeof(e->path), "/dev/mapper/%s", e->view);
@@ -120,6 +127,102 @@ static int view_create(struct track_dm *dm, struct ds_epoch *e,
 		snprintf(msg, msglen, "%s: creating its snapshot view failed: "
 			 "%s", e->name, dm_hint(ret));
 	return ret;
+}
+
+struct stale_views {
+	const char *prefix;
+	struct track_dm *dm;
+	char removed[1024];	/* "a-view1, a-view2" */
+	char busy[512];		/* the first one that could not go */
+	int busy_err;
+	int count;
+};
+
+/* Remove VIEW if view_create() named it: "<name>-view<pid>". */
+static int stale_view(const char *view, void *arg)
+{
+	struct stale_views *s = arg;
+	size_t n = strlen(s->prefix), len;
+	const char *p = view + n;
+	int i, ret;
+
+	if (strncmp(view, s->prefix, n) || !*p || strspn(p, "0123456789") !=
+	    strlen(p))
+		return 0;	/* somebody else's view: not ours to remove */
+	/*
+	 * The reads a killed run had in flight (an io_uring's) hold the view
+	 * open for a moment after its lock is gone: give them 2 s.
+	 */
+	for (i = 0; i < 20; i++) {
+		ret = track_dm_view_remove(s->dm, view);
+		if (ret != -EBUSY)
+			break;
+		usleep(100000);
+	}
+	if (ret == -ENODEV)
+		return 0;	/* gone meanwhile */
+	if (ret) {
+		if (!s->busy[0]) {
+			snprintf(s->busy, sizeof(s->busy), "%s", view);
+			s->busy_err = ret;
+		}
+		return 0;
+	}
+	len = strlen(s->removed);
+	if (len + strlen(view) + 3 < sizeof(s->removed))
+		snprintf(s->removed + len, sizeof(s->removed) - len, "%s%s",
+			 len ? ", " : "", view);
+	s->count++;
+	return 0;
+}
+
+/*
+ * Called with the device's lock held, so no other dmextract or dmsync
+ * runs on it: a view of it named as view_create() names them was left by
+ * one that was killed (SIGKILL, a crash) before it could remove it. Such
+ * a view holds the track device's data device open, and a read of it
+ * during our snapshot would mark frozen blocks read that our copy has not
+ * read (dm-track.rst, "Snapshot mode"): remove it. Only a view that is
+ * still open cannot go; that fails a snapshot sync (MODE not OFF).
+ */
+static int views_clean(struct track_dm *dm, const char *name,
+		       enum ds_snapshot mode, char *msg, size_t msglen)
+{
+	struct stale_views s = { .dm = dm };
+	char prefix[96];	/* "%.90s-view" */
+	int ret;
+
+	view_prefix(name, prefix, sizeof(prefix));
+	s.prefix = prefix;
+	ret = track_dm_for_each_view(dm, stale_view, &s);
+	if (s.count)
+		ds_err("%s: removed %s: %s left by a dmextract or dmsync "
+		       "that was killed before it could remove %s", name,
+		       s.removed, s.count > 1 ? "snapshot views" :
+		       "a snapshot view", s.count > 1 ? "them" : "it");
+	if (ret) {
+		/* Listing failed (EACCES, ...): the freeze will say more. */
+		ds_err("%s: looking for snapshot views left by a killed "
+		       "dmextract or dmsync failed: %s", name, dm_hint(ret));
+		return 0;
+	}
+	if (!s.busy[0])
+		return 0;
+	if (mode == DS_SNAP_OFF) {
+		ds_err("%s: %s, a snapshot view left by a killed dmextract or "
+		       "dmsync, cannot be removed: %s; close what has it open "
+		       "and run 'dmsetup remove %s'", name, s.busy,
+		       s.busy_err == -EBUSY ? "it is open" :
+		       dm_hint(s.busy_err), s.busy);
+		return 0;
+	}
+	snprintf(msg, msglen, "%s: %s, a snapshot view left by a killed "
+		 "dmextract or dmsync, cannot be removed: %s; a read of it "
+		 "would spoil this sync's snapshot. Close what has it open "
+		 "and run 'dmsetup remove %s', or sync with --no-snapshot",
+		 name, s.busy, s.busy_err == -EBUSY ? "it is open" :
+		 dm_hint(s.busy_err), s.busy);
+	return s.busy_err;
 }
 
 int ds_epoch_freeze_mode(const char *name, struct ds_epoch *e,
@@ -163,6 +266,9 @@ int ds_epoch_freeze_mode(const char *name, struct ds_epoch *e,
 			 "running on it", e->name);
 		goto fail;
 	}
+	ret = views_clean(dm, e->name, mode, msg, msglen);
+	if (ret)
+		goto fail;
 
 	if (mode != DS_SNAP_OFF) {
 		ret = view_create(dm, e, mode, msg, msglen);

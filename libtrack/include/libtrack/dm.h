@@ -129,6 +129,26 @@ int track_dm_freeze_snapshot(struct track_dm *dm, uint64_t limit,
  */
 int track_dm_view_create(struct track_dm *dm, const char *name);
 
+/* Called with the name of each view; non-zero stops the walk. */
+typedef int (*track_dm_view_fn)(const char *name, void *arg);
+
+/*
+ * Call FN with the dm name of each track-view device over DM (since 2.1),
+ * whatever its name: each device whose live table is one track-view
+ * target naming DM's device. FN may remove the view it is given. A
+ * non-zero return from FN stops the walk and is returned.
+ */
+int track_dm_for_each_view(struct track_dm *dm, track_dm_view_fn fn,
+			   void *arg);
+
+/*
+ * Remove NAME if it is a track-view device over DM and nothing has it
+ * open (since 2.1); never another device. -ENODEV if there is no NAME,
+ * -EMEDIUMTYPE if it is not a view, -EXDEV if it is a view of another
+ * device, -EBUSY if it is open.
+ */
+int track_dm_view_remove(struct track_dm *dm, const char *name);
+
 /* Drop the frozen set after the replica confirmed it; -ESTALE if EPOCH
  * is not the frozen epoch. */
 int track_dm_commit(struct track_dm *dm, uint64_t epoch);
