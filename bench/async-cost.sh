@@ -2,8 +2,10 @@
 # What the series costs on the write path, side by side from one
 # `make bench` run: selftests/bench/inotify_range_overhead (a write(2)
 # loop) and selftests/bench/async_write_cost (AIO and io_uring direct
-# writes) ran in boot "bench" (the patched kernel) and in boot
-# "benchunpatched" (the same configuration without the series). This
+# writes) ran in boot "benchcount" (the patched kernel) and in boot
+# "benchunpatched" (the same configuration without the series), both on
+# the instruction clock (scripts/vm-run.sh), so a ratio is one of guest
+# instructions, free of the host's load. This
 # prints writes/s per case on each kernel and the patched kernel's speed
 # as a fraction of the unpatched one's (1.000: no cost; below 1: slower).
 # A case the unpatched kernel cannot have (a group that asked for ranges)
@@ -16,7 +18,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -le 1 ] || { echo "usage: bench/async-cost.sh [VM_OUT_DIR]" >&2; exit 2; }
 dir=${1:-$top/build/bench-vm}
 
-for b in bench benchunpatched; do
+for b in benchcount benchunpatched; do
 	for tag in write-loop async-cost; do
 		if ! grep -qs "^ *$tag " "$dir/results-$b.log"; then
 			echo "async-cost: no $tag lines in $dir/results-$b.log;" \
@@ -27,7 +29,7 @@ for b in bench benchunpatched; do
 done
 
 echo "write(2) loop, 4 KiB to a file on tmpfs; the watcher watches that file"
-grep -h '^ *write-loop ' "$dir/results-bench.log" \
+grep -h '^ *write-loop ' "$dir/results-benchcount.log" \
 	"$dir/results-benchunpatched.log" | awk '
 	{ v[$2 " " $3] = $4 }
 	END {
@@ -52,7 +54,7 @@ echo "O_DIRECT 4 KiB writes, one in flight, to a file nobody watches, on ext4"
 echo "(idle: nothing on the file system watched; watched/ranges: another"
 echo "directory watched, plain or with ranges; asked: the file's directory"
 echo "watched with ranges)"
-grep -h '^ *async-cost ' "$dir/results-bench.log" \
+grep -h '^ *async-cost ' "$dir/results-benchcount.log" \
 	"$dir/results-benchunpatched.log" | awk '
 	{ v[$2 " " $3 " " $4] = $5; if (!($3 in seen)) { seen[$3] = 1; ifs[n++] = $3 } }
 	END {

@@ -26,7 +26,8 @@
 # with build/initramfs-stock.cpio (scripts/stock-kernel.sh), boots named
 # benchunpatched* the test kernel's configuration without the series
 # (scripts/kernel.sh --unpatched, which only `make bench` builds), every
-# other boot the patched test kernel. Boots whose names differ only in trailing digits
+# other boot the patched test kernel. Boots named benchcount* and
+# benchunpatched* run on one vCPU with the instruction clock (below). Boots whose names differ only in trailing digits
 # (crash1, crash2) form a chain: they run one after another on the same four
 # virtio disks (sparse files), so a test can crash the VM in one boot and
 # check what survived in the next. Chains are independent, each with disks
@@ -165,6 +166,14 @@ if printf '%s\n' "${boots[@]}" | grep -q '^benchunpatched'; then
 fi
 
 accel="-accel tcg,thread=multi -cpu max"
+# The instruction clock: the guest's clock counts the instructions it
+# runs (one nanosecond each) instead of following the host's, so timings
+# in the VM do not depend on the host's load or scheduling and two boots
+# can be compared. One vCPU, one TCG thread. Boots named benchcount* and
+# benchunpatched* (which exist to compare two kernels) always use it;
+# LIBTRACK_VM_ICOUNT=1 makes every boot use it.
+icount_accel="-accel tcg,thread=single -icount shift=0,sleep=off -cpu max"
+[ "${LIBTRACK_VM_ICOUNT:-0}" = 1 ] && accel=$icount_accel && cpus=1
 if [ "${LIBTRACK_KVM:-0}" = 1 ]; then
 	accel="-accel kvm -cpu host"
 fi
@@ -193,7 +202,7 @@ chain_of() {
 # $out/tap-BOOT, and what a person should see to stdout and stderr.
 run_boot() {
 	local boot=$1 disks=$2 budget console results qrc kimage=$KIMAGE
-	local bootrd=$initrd
+	local bootrd=$initrd b_accel=$accel b_cpus=$cpus
 
 	budget=$(grep -v '^[[:space:]]*#' "$list" | grep -E -- "${only:-.}" |
 		awk -v b="$boot" '$1 == b { t += $2 } END { print t + 120 }')
@@ -216,6 +225,10 @@ run_boot() {
 			return
 		fi
 		kimage=$UNPATCHED_KIMAGE
+		b_accel=$icount_accel b_cpus=1
+		;;
+	benchcount*)
+		b_accel=$icount_accel b_cpus=1
 		;;
 	esac
 	[ $demo = 1 ] || echo "vm: boot '$boot' (up to ${budget}s)"
@@ -223,12 +236,12 @@ run_boot() {
 	# shellcheck disable=SC2086
 	rm -f "$out/qemu-$boot.pid"
 	timeout -k 10 "$budget" qemu-system-x86_64 \
-		$accel -machine pc -smp "$cpus" \
+		$b_accel -machine pc -smp "$b_cpus" \
 		-m "${LIBTRACK_VM_MEM:-2G}" \
 		-nodefaults -display none -no-reboot \
 		-pidfile "$out/qemu-$boot.pid" \
 		-kernel "$kimage" -initrd "$bootrd" \
-		-append "console=ttyS0 libtrack.boot=$boot libtrack.cpus=$cpus ${only:+libtrack.only=$only} panic=-1 log_buf_len=8M loglevel=5 printk.devkmsg=on acpi=noirq ${LIBTRACK_VM_APPEND:-}" \
+		-append "console=ttyS0 libtrack.boot=$boot libtrack.cpus=$b_cpus ${only:+libtrack.only=$only} panic=-1 log_buf_len=8M loglevel=5 printk.devkmsg=on acpi=noirq ${LIBTRACK_VM_APPEND:-}" \
 		-serial "file:$console" -serial stdio \
 		-drive "file=$disks/vda.img,if=virtio,format=raw,cache=writeback,discard=unmap" \
 		-drive "file=$disks/vdb.img,if=virtio,format=raw,cache=writeback,discard=unmap" \

@@ -120,8 +120,8 @@ done
 vm=$TMP/bench-vm
 mkdir -p "$vm"
 printf '    async-cost patched aio idle 1000\n    async-cost patched aio ranges 900\n' \
-	>"$vm/results-bench.log"
-printf '    write-loop patched fanotify+ranges 300\n' >>"$vm/results-bench.log"
+	>"$vm/results-benchcount.log"
+printf '    write-loop patched fanotify+ranges 300\n' >>"$vm/results-benchcount.log"
 printf '    async-cost unpatched aio idle 2000\n    async-cost unpatched aio watched 1000\n' \
 	>"$vm/results-benchunpatched.log"
 printf '    write-loop unpatched fanotify 400\n' >>"$vm/results-benchunpatched.log"

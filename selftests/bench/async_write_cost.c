@@ -14,7 +14,7 @@
  *   asked      an IN_REPORT_RANGE instance watches the file's directory,
  *              with a reader draining it as a sync client would.
  *
- * The same program runs on the patched kernel (boot "bench") and on the
+ * The same program runs on the patched kernel (boot "benchcount") and on the
  * same configuration without the series (boot "benchunpatched"), and says
  * which it ran on; bench/async-cost.sh puts the two side by side. Rounds
  * alternate the cases; best of each is kept. One line per result:

@@ -7,7 +7,7 @@
  * FAN_REPORT_RANGE, with a reader draining the events as a sync client
  * would. Rounds alternate the cases; best of each is kept.
  *
- * The same program runs on the patched kernel (boot "bench") and on the
+ * The same program runs on the patched kernel (boot "benchcount") and on the
  * same configuration without the series (boot "benchunpatched"), where
  * the ranged cases are skipped; bench/async-cost.sh puts the two side by
  * side from the lines
