@@ -486,6 +486,27 @@ static void untear(int df, const struct stat *before, const char *p)
 }
 
 /*
+ * Before an in-place push that grows DF from its size in BEFORE to SIZE:
+ * reserve the blocks of the growth without changing DF's size. On a full
+ * disk the push then fails here, before a byte is written, instead of
+ * half-way, when the file would have a torn tail until untear() cut it
+ * back: a window in which the cloud client could upload it (a test under
+ * load saw the torn file there). A file system that cannot reserve
+ * (EOPNOTSUPP) gets the old way: write, and untear() on failure.
+ */
+static int reserve_growth(int df, const struct stat *before, off_t size)
+{
+	if (size <= before->st_size)
+		return 0;
+	if (!fallocate(df, FALLOC_FL_KEEP_SIZE, before->st_size,
+		       size - before->st_size))
+		return 0;
+	if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)
+		return 0;
+	return -errno;
+}
+
+/*
  * Copy regular file P from one side to the other. FROM_S: S -> D (a push)
  * or D -> S (a pull). TO is what the target side has (absent, or matching
  * its baseline). Pushes into an existing file write in place (ranges or a
@@ -630,6 +651,10 @@ static int copy_file(struct uds *u, const char *p, bool from_s,
 			goto out;
 		}
 		err = base_begin(u, p);
+		if (err)
+			goto out;
+		if (how != C_NONE)
+			err = reserve_growth(df, &dst, sst.st_size);
 		if (err)
 			goto out;
 		if (how == C_RANGES) {
