@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -525,35 +526,19 @@ TRACK_EXPORT int track_dm_view_create(struct track_dm *dm, const char *name)
 	return r;
 }
 
-/* The device number of the device-mapper device NAME. */
-static int dm_devt(const char *name, uint32_t *major, uint32_t *minor)
+/* The device number of DM's block device, from its node. */
+static int dm_devt(const struct track_dm *dm, uint32_t *major,
+		   uint32_t *minor)
 {
-	struct dm_task *dmt;
-	struct dm_info info;
-	int r = 0;
+	struct stat st;
 
-	dmt = dm_task_create(DM_DEVICE_INFO);
-	if (!dmt)
-		return task_create_error();
-	if (!dm_task_set_name(dmt, name)) {
-		r = -ENOMEM;
-		goto out;
-	}
-	if (!dm_task_run(dmt)) {
-		r = task_error(dmt);
-		if (r == -ENXIO)
-			r = -ENODEV;
-		goto out;
-	}
-	if (!dm_task_get_info(dmt, &info) || !info.exists) {
-		r = -ENODEV;
-		goto out;
-	}
-	*major = info.major;
-	*minor = info.minor;
-out:
-	dm_task_destroy(dmt);
-	return r;
+	if (stat(dm->path, &st))
+		return errno == ENOENT ? -ENODEV : -errno;
+	if (!S_ISBLK(st.st_mode))
+		return -ENODEV;
+	*major = major(st.st_rdev);
+	*minor = minor(st.st_rdev);
+	return 0;
 }
 
 /*
@@ -621,7 +606,7 @@ TRACK_EXPORT int track_dm_for_each_view(struct track_dm *dm,
 
 	if (!fn)
 		return -EINVAL;
-	r = dm_devt(dm->name, &major, &minor);
+	r = dm_devt(dm, &major, &minor);
 	if (r)
 		return r;
 	dmt = dm_task_create(DM_DEVICE_LIST);
@@ -658,7 +643,7 @@ TRACK_EXPORT int track_dm_view_remove(struct track_dm *dm, const char *name)
 
 	if (!name || !*name || strlen(name) >= DM_NAME_LEN)
 		return -EINVAL;
-	r = dm_devt(dm->name, &major, &minor);
+	r = dm_devt(dm, &major, &minor);
 	if (r)
 		return r;
 	r = view_of(name, major, minor, &open);
