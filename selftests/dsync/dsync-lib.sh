@@ -108,6 +108,33 @@ status() {
 		sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"
 }
 
+# slow_merge: $T/slowmerge, a dmmerge whose stream arrives at most 64 KiB
+# every 50 ms (dd reads no more than it writes out, where head may read
+# ahead and drop the rest), so a sync is surely mid-copy for a while; the
+# receiver's pid goes to $T/mpid
+slow_merge() {
+	cat >$T/slowmerge <<EOT
+#!/bin/sh
+echo \$\$ >$T/mpid
+{
+	while dd bs=65536 count=1 of=$T/chunk 2>/dev/null && [ -s $T/chunk ]; do
+		cat $T/chunk
+		sleep 0.05
+	done
+} | exec dmmerge "\$@"
+EOT
+	chmod +x $T/slowmerge
+}
+
+# wait_frozen: until $NAME has a frozen epoch, 30 s at most
+wait_frozen() {
+	_i=0
+	while [ "$(status frozen_epoch)" = 0 ] && [ $_i -lt 300 ]; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+}
+
 # workload TAG MIB: write MIB MiB of new files, change older files in
 # place, delete one, sync
 workload() {

@@ -19,18 +19,7 @@ dmsetup remove --noudevsync $NAME &&
 dmsync --all --state $STATE $NAME $DST 2>$T/err ||
 	bail "seeding the replica: $(cat $T/err)"
 
-# a receiver that takes at most 64 KiB every 50 ms (dd reads no more
-# than it writes out, where head may read ahead and drop the rest)
-cat >$T/slowmerge <<EOT
-#!/bin/sh
-{
-	while dd bs=65536 count=1 of=$T/chunk 2>/dev/null && [ -s $T/chunk ]; do
-		cat $T/chunk
-		sleep 0.05
-	done
-} | exec dmmerge "\$@"
-EOT
-chmod +x $T/slowmerge
+slow_merge
 
 # the whole device: more than dmextract reads ahead of the receiver
 dd if=/dev/urandom of=$SRC bs=1M count=$DEV_MB oflag=direct 2>/dev/null ||
@@ -39,11 +28,7 @@ committed=$(status committed_epoch)
 dmsync --snapshot=64K --dmmerge $T/slowmerge --state $STATE $NAME $DST \
 	2>$T/err &
 sync_pid=$!
-i=0
-while [ "$(status frozen_epoch)" = 0 ] && [ $i -lt 300 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_frozen
 # the copy reads from the start: overwrite the last 16 MiB, which it
 # reaches last
 dd if=/dev/urandom of=$SRC bs=1M count=16 seek=$((DEV_MB - 16)) \

@@ -25,19 +25,9 @@ views() {
 	dmsetup ls | awk -v p="^$NAME-view[0-9]+\$" '$1 ~ p { print $1 }'
 }
 
-# a receiver that takes at most 64 KiB every 50 ms: the 32 MiB copy takes
-# 26 s or more, so the sync is surely mid-copy when it is killed
-cat >$T/slowmerge <<EOT
-#!/bin/sh
-echo \$\$ >$T/mpid
-{
-	while dd bs=65536 count=1 of=$T/chunk 2>/dev/null && [ -s $T/chunk ]; do
-		cat $T/chunk
-		sleep 0.05
-	done
-} | exec dmmerge "\$@"
-EOT
-chmod +x $T/slowmerge
+# the slow receiver makes the 32 MiB copy take 26 s or more, so the sync
+# is surely mid-copy when it is killed
+slow_merge
 
 dd if=/dev/urandom of=$SRC bs=1M count=$DEV_MB oflag=direct 2>/dev/null ||
 	bail "writing the blocks to sync"
@@ -46,11 +36,7 @@ rm -f $T/mpid
 dmsync --snapshot --dmmerge $T/slowmerge --state $STATE $NAME $DST \
 	2>$T/err1 &
 sync_pid=$!
-i=0
-while [ "$(status frozen_epoch)" = 0 ] && [ $i -lt 300 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_frozen
 sleep 2
 kill -0 $sync_pid 2>/dev/null || bail "dmsync ended before it could be killed"
 kill -9 $sync_pid
