@@ -28,50 +28,57 @@ for b in benchcount benchunpatched; do
 	done
 done
 
-echo "write(2) loop, 4 KiB to a file on tmpfs; the watcher watches that file"
-grep -h '^ *write-loop ' "$dir/results-benchcount.log" \
-	"$dir/results-benchunpatched.log" | awk '
-	{ v[$2 " " $3] = $4 }
+# side_by_side TAG CASE=BASE...: the TAG lines of both boots, a row per
+# case (per interface, where the lines name one): the unpatched kernel's
+# BASE against the patched kernel's CASE
+side_by_side() {
+	local tag=$1
+
+	shift
+	grep -h "^ *$tag " "$dir/results-benchcount.log" \
+		"$dir/results-benchunpatched.log" | awk -v pairs="$*" '
+	{
+		if (NF == 5) { i = $3; c = $4; x = $5 } else { i = ""; c = $3; x = $4 }
+		v[$2 " " i " " c] = x
+		if (!(i in seen)) { seen[i] = 1; ifs[n++] = i }
+	}
 	END {
-		split("unwatched inotify inotify+ranges fanotify fanotify+ranges", cases, " ")
-		base["unwatched"] = "unwatched"; base["inotify"] = "inotify"
-		base["inotify+ranges"] = "inotify"
-		base["fanotify"] = "fanotify"; base["fanotify+ranges"] = "fanotify"
-		printf "%-16s %12s %12s %9s\n", "case", "unpatched/s",
-		       "patched/s", "ratio"
-		for (c = 1; c <= 5; c++) {
-			k = cases[c]
-			p = v["patched " k]
-			u = v["unpatched " base[k]]
-			if (p == "" || u == "")
-				continue
-			printf "%-16s %12d %12d %9.3f%s\n", k, u, p, p / u,
-			       base[k] != k ? " (vs unpatched " base[k] ")" : ""
+		m = split(pairs, pr, " ")
+		for (j = 1; j <= m; j++) {
+			split(pr[j], kb, "=")
+			cases[j] = kb[1]; base[kb[1]] = kb[2]
 		}
+		if (ifs[0] == "")
+			printf "%-16s %12s %12s %9s\n", "case", "unpatched/s",
+			       "patched/s", "ratio"
+		else
+			printf "%-9s %-8s %12s %12s %9s\n", "interface", "case",
+			       "unpatched/s", "patched/s", "ratio"
+		for (i = 0; i < n; i++)
+			for (j = 1; j <= m; j++) {
+				k = cases[j]
+				p = v["patched " ifs[i] " " k]
+				u = v["unpatched " ifs[i] " " base[k]]
+				if (p == "" || u == "")
+					continue
+				note = base[k] != k ? " (vs unpatched " base[k] ")" : ""
+				if (ifs[i] == "")
+					printf "%-16s %12d %12d %9.3f%s\n", k, u, p,
+					       p / u, note
+				else
+					printf "%-9s %-8s %12d %12d %9.3f%s\n", ifs[i],
+					       k, u, p, p / u, note
+			}
 	}'
+}
+
+echo "write(2) loop, 4 KiB to a file on tmpfs; the watcher watches that file"
+side_by_side write-loop unwatched=unwatched inotify=inotify \
+	inotify+ranges=inotify fanotify=fanotify fanotify+ranges=fanotify
 echo
 echo "O_DIRECT 4 KiB writes, one in flight, to a file nobody watches, on ext4"
 echo "(idle: nothing on the file system watched; watched/ranges: another"
 echo "directory watched, plain or with ranges; asked: the file's directory"
 echo "watched with ranges)"
-grep -h '^ *async-cost ' "$dir/results-benchcount.log" \
-	"$dir/results-benchunpatched.log" | awk '
-	{ v[$2 " " $3 " " $4] = $5; if (!($3 in seen)) { seen[$3] = 1; ifs[n++] = $3 } }
-	END {
-		split("idle watched ranges asked", cases, " ")
-		base["idle"] = "idle"; base["watched"] = "watched"
-		base["ranges"] = "watched"; base["asked"] = "watched"
-		printf "%-9s %-8s %12s %12s %9s\n", "interface", "case",
-		       "unpatched/s", "patched/s", "ratio"
-		for (i = 0; i < n; i++)
-			for (c = 1; c <= 4; c++) {
-				k = cases[c]
-				p = v["patched " ifs[i] " " k]
-				u = v["unpatched " ifs[i] " " base[k]]
-				if (p == "" || u == "")
-					continue
-				printf "%-9s %-8s %12d %12d %9.3f%s\n", ifs[i], k,
-				       u, p, p / u,
-				       base[k] != k ? " (vs unpatched " base[k] ")" : ""
-			}
-	}'
+side_by_side async-cost idle=idle watched=watched ranges=watched \
+	asked=watched
