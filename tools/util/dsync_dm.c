@@ -179,7 +179,8 @@ static int stale_view(const char *view, void *arg)
 /*
  * Called with the device's lock held, so no other dmextract or dmsync
  * runs on it: a view of it named as view_create() names them was left by
- * one that was killed (SIGKILL, a crash) before it could remove it. Such
+ * one that was killed (SIGKILL) before it could remove it; a crash leaves
+ * none, device-mapper devices do not outlive a reboot. Such
  * a view holds the track device's data device open, and a read of it
  * during our snapshot would mark frozen blocks read that our copy has not
  * read (dm-track.rst, "Snapshot mode"): remove it. Only a view that is
@@ -190,6 +191,7 @@ static int views_clean(struct track_dm *dm, const char *name,
 {
 	struct stale_views s = { .dm = dm };
 	char prefix[96];	/* "%.90s-view" */
+	const char *why;
 	int ret;
 
 	view_prefix(name, prefix, sizeof(prefix));
@@ -208,20 +210,19 @@ static int views_clean(struct track_dm *dm, const char *name,
 	}
 	if (!s.busy[0])
 		return 0;
+	why = s.busy_err == -EBUSY ? "it is open" : dm_hint(s.busy_err);
 	if (mode == DS_SNAP_OFF) {
 		ds_err("%s: %s, a snapshot view left by a killed dmextract or "
 		       "dmsync, cannot be removed: %s; close what has it open "
-		       "and run 'dmsetup remove %s'", name, s.busy,
-		       s.busy_err == -EBUSY ? "it is open" :
-		       dm_hint(s.busy_err), s.busy);
+		       "and run 'dmsetup remove %s'", name, s.busy, why,
+		       s.busy);
 		return 0;
 	}
 	snprintf(msg, msglen, "%s: %s, a snapshot view left by a killed "
 		 "dmextract or dmsync, cannot be removed: %s; a read of it "
 		 "would spoil this sync's snapshot. Close what has it open "
 		 "and run 'dmsetup remove %s', or sync with --no-snapshot",
-		 name, s.busy, s.busy_err == -EBUSY ? "it is open" :
-		 dm_hint(s.busy_err), s.busy);
+		 name, s.busy, why, s.busy);
 	return s.busy_err;
 }
 
