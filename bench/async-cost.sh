@@ -74,7 +74,8 @@ side_by_side() {
 
 echo "write(2) loop, 4 KiB to a file on tmpfs; the watcher watches that file"
 side_by_side write-loop unwatched=unwatched inotify=inotify \
-	inotify+ranges=inotify fanotify=fanotify fanotify+ranges=fanotify
+	inotify+ranges=inotify fanotify=fanotify fanotify+ranges=fanotify \
+	inotify/unread=inotify/unread fanotify/unread=fanotify/unread
 echo
 echo "O_DIRECT 4 KiB writes, one in flight, to a file nobody watches, on ext4"
 echo "(idle: nothing on the file system watched; watched/ranges: another"

@@ -7,6 +7,13 @@
  * FAN_REPORT_RANGE, with a reader draining the events as a sync client
  * would. Rounds alternate the cases; best of each is kept.
  *
+ * With a reader, how many events a write costs depends on when the reader
+ * runs, which is up to the scheduler: each case also prints the events
+ * and read(2)s per 1000 writes of its best round, and the plain groups run
+ * once more without a reader ("unread": the group's queue holds one event
+ * and every write merges into it), which isolates the write path's own
+ * cost from the scheduler's.
+ *
  * The same program runs on the patched kernel (boot "benchcount") and on the
  * same configuration without the series (boot "benchunpatched"), where
  * the ranged cases are skipped; bench/async-cost.sh puts the two side by
@@ -43,11 +50,18 @@
 #define FAN_REPORT_RANGE 0x00800000
 #endif
 
-enum { UNWATCHED, INOTIFY, INOTIFY_RANGES, FANOTIFY, FANOTIFY_RANGES, NR_CASES };
+enum {
+	UNWATCHED, INOTIFY, INOTIFY_RANGES, FANOTIFY, FANOTIFY_RANGES,
+	INOTIFY_UNREAD, FANOTIFY_UNREAD, NR_CASES
+};
 
 static const char *const names[NR_CASES] = {
 	"unwatched", "inotify", "inotify+ranges", "fanotify", "fanotify+ranges",
+	"inotify/unread", "fanotify/unread",
 };
+
+/* Events and read(2)s the reader of the current round got */
+static atomic_long nr_events, nr_reads;
 
 static double now(void)
 {
@@ -59,16 +73,35 @@ static double now(void)
 
 static atomic_int stop;
 
+struct watcher {
+	int fd;
+	bool fanotify;
+};
+
 /* The reader a sync client would be: drain until told to stop. */
 static void *drain(void *arg)
 {
 	char buf[65536] __attribute__((aligned(8)));
-	struct pollfd pfd = { .fd = *(int *)arg, .events = POLLIN };
+	const struct watcher *w = arg;
+	struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
+	ssize_t n, off;
 
-	while (!atomic_load(&stop))
-		if (poll(&pfd, 1, 50) == 1 &&
-		    read(pfd.fd, buf, sizeof(buf)) < 0 && errno != EAGAIN)
+	while (!atomic_load(&stop)) {
+		if (poll(&pfd, 1, 50) != 1)
+			continue;
+		n = read(pfd.fd, buf, sizeof(buf));
+		if (n < 0 && errno != EAGAIN)
 			break;
+		atomic_fetch_add(&nr_reads, 1);
+		/* count the events: both formats start with their length */
+		for (off = 0; off < n; atomic_fetch_add(&nr_events, 1))
+			if (w->fanotify)
+				off += ((struct fanotify_event_metadata *)
+					(buf + off))->event_len;
+			else
+				off += sizeof(struct inotify_event) +
+				       ((struct inotify_event *)(buf + off))->len;
+	}
 	return NULL;
 }
 
@@ -81,6 +114,7 @@ static int watch(int c, const char *dir, const char *path)
 	switch (c) {
 	case INOTIFY:
 	case INOTIFY_RANGES:
+	case INOTIFY_UNREAD:
 		fd = inotify_init1(IN_NONBLOCK |
 				   (c == INOTIFY_RANGES ? IN_REPORT_RANGE : 0));
 		if (fd >= 0 && inotify_add_watch(fd, dir, IN_MODIFY) < 0) {
@@ -100,13 +134,22 @@ static int watch(int c, const char *dir, const char *path)
 	}
 }
 
-/* Seconds for NR_WRITES sequential 4 KiB writes in case C. */
-static double run(const char *dir, int c)
+/*
+ * Seconds for NR_WRITES sequential 4 KiB writes in case C; the reader's
+ * events and reads in *EVENTS and *READS.
+ */
+static double run(const char *dir, int c, long *events, long *reads)
 {
 	static char buf[BS];
+	struct watcher w = {
+		.fd = -1,
+		.fanotify = c == FANOTIFY || c == FANOTIFY_RANGES,
+	};
+	bool reader = c != UNWATCHED && c != INOTIFY_UNREAD &&
+		      c != FANOTIFY_UNREAD;
 	char path[256];
 	pthread_t th;
-	int fd, nfd = -1, i;
+	int fd, i;
 	double t;
 
 	snprintf(path, sizeof(path), "%s/file", dir);
@@ -114,11 +157,15 @@ static double run(const char *dir, int c)
 	if (fd < 0)
 		return -1;
 	if (c != UNWATCHED) {
-		nfd = watch(c, dir, path);
-		if (nfd < 0)
+		w.fd = watch(c, dir, path);
+		if (w.fd < 0)
 			return -1;
+	}
+	atomic_store(&nr_events, 0);
+	atomic_store(&nr_reads, 0);
+	if (reader) {
 		atomic_store(&stop, 0);
-		pthread_create(&th, NULL, drain, &nfd);
+		pthread_create(&th, NULL, drain, &w);
 	}
 	t = now();
 	for (i = 0; i < NR_WRITES; i++) {
@@ -129,11 +176,14 @@ static double run(const char *dir, int c)
 	}
 	t = now() - t;
 	close(fd);
-	if (nfd >= 0) {
+	if (reader) {
 		atomic_store(&stop, 1);
 		pthread_join(th, NULL);
-		close(nfd);
 	}
+	if (w.fd >= 0)
+		close(w.fd);
+	*events = atomic_load(&nr_events);
+	*reads = atomic_load(&nr_reads);
 	return t;
 }
 
@@ -152,6 +202,7 @@ int main(void)
 {
 	char dir[] = "/tmp/inotify-bench.XXXXXX", path[64];
 	double best[NR_CASES];
+	long events[NR_CASES] = { 0 }, reads[NR_CASES] = { 0 };
 	bool ranges = has_ranges();
 	const char *kernel = ranges ? "patched" : "unpatched";
 	int r, c;
@@ -162,28 +213,35 @@ int main(void)
 		best[c] = 1e9;
 	for (r = 0; r < ROUNDS; r++)
 		for (c = 0; c < NR_CASES; c++) {
+			long ev, rd;
 			double t;
 
 			/* no ranged group without the series */
 			if (!ranges &&
 			    (c == INOTIFY_RANGES || c == FANOTIFY_RANGES))
 				continue;
-			t = run(dir, c);
+			t = run(dir, c, &ev, &rd);
 			if (t < 0) {
 				fprintf(stderr, "%s: %s\n", names[c],
 					strerror(errno));
 				return 1;
 			}
-			if (t < best[c])
+			if (t < best[c]) {
 				best[c] = t;
+				events[c] = ev;
+				reads[c] = rd;
+			}
 		}
 	printf("write path, %d write(2)s of 4 KiB to a watched file on tmpfs, best of %d (QEMU TCG), %s kernel\n",
 	       NR_WRITES, ROUNDS, kernel);
-	printf("%-16s %12s %14s\n", "watcher", "writes/s", "time/unwatched");
+	printf("%-16s %12s %14s %20s %18s\n", "watcher", "writes/s",
+	       "time/unwatched", "events/1000 writes", "reads/1000 writes");
 	for (c = 0; c < NR_CASES; c++)
 		if (best[c] < 1e9)
-			printf("%-16s %12.0f %14.3f\n", names[c],
-			       NR_WRITES / best[c], best[c] / best[UNWATCHED]);
+			printf("%-16s %12.0f %14.3f %20.1f %18.1f\n", names[c],
+			       NR_WRITES / best[c], best[c] / best[UNWATCHED],
+			       1000.0 * events[c] / NR_WRITES,
+			       1000.0 * reads[c] / NR_WRITES);
 	if (ranges) {
 		printf("ranges on vs off (inotify+ranges / inotify): %.3f\n",
 		       best[INOTIFY_RANGES] / best[INOTIFY]);
