@@ -21,6 +21,12 @@
 #                                       kernel (bench/async-cost.sh; the
 #                                       unpatched kernel is built here,
 #                                       scripts/kernel.sh --unpatched)
+#   insns   VM    bench/write-path-insns.sh  a write's cost in guest
+#                                       instructions, counted by QEMU,
+#                                       per function: the series against
+#                                       the kernel without it, configured
+#                                       as distributions do and as the
+#                                       tests do (KASAN, lockdep)
 #   report        bench/report.py       docs/benchmarks.md from bench/results
 #
 # A benchmark added later joins the page by writing a .csv (+ .json), .txt
@@ -37,7 +43,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 results=${RESULTS:-$top/bench/results}
 export RESULTS=$results
 mkdir -p "$results"
-parts=${*:-dsync stream uds rehash syncthing vm report}
+parts=${*:-dsync stream uds rehash syncthing vm insns report}
 status=0
 
 # text NAME TITLE SHOWN COMMAND...: run COMMAND, keep its output as
@@ -101,11 +107,14 @@ for part in $parts; do
 		text vm-async-cost "The write loop and AIO and io_uring direct writes: the series against the kernel without it (VM, one run)" \
 			"bench/run.sh vm (bench/async-cost.sh build/bench-vm)" \
 			"$top/bench/async-cost.sh" "$top/build/bench-vm" ;;
+	insns)
+		text vm-write-path-insns "A write's cost in guest instructions, counted by QEMU: the series against the kernel without it (VM)" \
+			"bench/write-path-insns.sh" "$top/bench/write-path-insns.sh" ;;
 	report)
 		/usr/bin/python3 "$top/bench/report.py" "$results" \
 			"${BENCH_DOC:-$top/docs/benchmarks.md}" || status=1 ;;
 	*)
-		echo "bench: unknown part $part (dsync stream uds rehash syncthing vm report)" >&2
+		echo "bench: unknown part $part (dsync stream uds rehash syncthing vm insns report)" >&2
 		exit 2 ;;
 	esac
 done

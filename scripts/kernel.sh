@@ -20,6 +20,12 @@
 # Environment:
 #   LIBTRACK_CACHE   cache root (default ~/.cache/libtrack)
 #   LIBTRACK_KASAN   0 builds without KASAN (for measuring its cost)
+#   LIBTRACK_KDEBUG  0 builds without any of the debug checks (KASAN,
+#                    lockdep, list and slab debugging, fault injection), as
+#                    a distribution configures a kernel, for measuring what
+#                    the series costs there (bench/write-path-insns.sh); the
+#                    env file gets a "-nodebug" suffix, so the test
+#                    kernel's stays
 #   JOBS             parallel make jobs (default: number of CPUs)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -27,7 +33,7 @@ set -euo pipefail
 cache=${LIBTRACK_CACHE:-$HOME/.cache/libtrack}
 jobs=${JOBS:-$(nproc)}
 tarball=/usr/src/linux-source-6.12.tar.xz
-keep=3
+keep=5
 
 [ -f "$tarball" ] ||
 	die "$tarball is missing; run scripts/deps.sh (it installs linux-source-6.12)"
@@ -49,6 +55,14 @@ cat "$top/selftests/config" >"$fragment"
 if [ "${LIBTRACK_KASAN:-1}" = 0 ]; then
 	sed -i '/^CONFIG_KASAN/d' "$fragment"
 	echo '# CONFIG_KASAN is not set' >>"$fragment"
+fi
+if [ "${LIBTRACK_KDEBUG:-1}" = 0 ]; then
+	for o in KASAN PROVE_LOCKING DEBUG_ATOMIC_SLEEP DEBUG_LIST SLUB_DEBUG \
+		FAULT_INJECTION FAILSLAB; do
+		sed -i "/^CONFIG_$o[_=]/d" "$fragment"
+		echo "# CONFIG_$o is not set" >>"$fragment"
+	done
+	envfile=${envfile%.env}-nodebug.env
 fi
 
 # The patches, in series order.

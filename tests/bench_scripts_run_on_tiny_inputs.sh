@@ -141,4 +141,26 @@ rc=$?
 rc=$?
 [ $rc = 2 ] && ok "async-cost.sh: bad usage exits 2" ||
 	not_ok "async-cost.sh: bad usage exits 2, got $rc"
+# the instruction counts of bench/write-path-insns.sh: the QEMU plugin and
+# the guest's init build, and the table comes out of counts as the plugin
+# writes them (10 writes)
+ins=$TMP/insns
+mkdir -p "$ins"
+check "the instruction-count plugin builds" cc -O2 -Wall -Werror -shared \
+	-fPIC -fvisibility=hidden -o "$ins/libtbcount.so" "$TOP/bench/insns/tbcount.c"
+check "the write loop's init builds" cc -O2 -Wall -Werror -static \
+	-o "$ins/init" "$TOP/bench/insns/write_loop.c"
+for k in unpatched patched; do
+	printf 'ffffffff81000000 T foo\nffffffff81000100 T bar\n' >"$ins/$k.nm"
+	printf 'ffffffff81000000 10 10\n' >"$ins/$k-inotify.txt"
+done
+printf 'ffffffff81000110 2 10\n' >>"$ins/patched-inotify.txt"
+printf 'ffffffff81000000 10 20\n' >"$ins/patched-inotify-ranges.txt"
+out=$(/usr/bin/python3 "$TOP/bench/insns/profile.py" "$ins" 10 smoke)
+check "profile.py: instructions per write" \
+	grep -qx 'insns-per-write smoke inotify 10 12' <<<"$out"
+check "profile.py: the ranged group against the plain one" \
+	grep -qE '^inotify-ranges +10 +20 +\+10 +2\.0000 \(vs unpatched inotify\)$' <<<"$out"
+check "profile.py: the difference by function" \
+	grep -qE '^  inotify +bar \+2$' <<<"$out"
 done_testing
