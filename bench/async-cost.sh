@@ -72,7 +72,7 @@ side_by_side() {
 	}'
 }
 
-echo "write(2) loop, 4 KiB to a file on tmpfs; the watcher watches that file"
+echo "write(2) loop, 4 KiB to a file on tmpfs; inotify watches its directory, fanotify the file"
 side_by_side write-loop unwatched=unwatched inotify=inotify \
 	inotify+ranges=inotify fanotify=fanotify fanotify+ranges=fanotify \
 	inotify/unread=inotify/unread fanotify/unread=fanotify/unread
