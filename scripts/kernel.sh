@@ -47,23 +47,22 @@ case "${1:-}" in
 *) echo "usage: scripts/kernel.sh [--unpatched]" >&2; exit 2 ;;
 esac
 
-# Kernel options on top of tinyconfig: the selftests' fragment, plus the
-# KASAN switch.
+# Kernel options on top of tinyconfig: the selftests' fragment, less the
+# debug options the switches turn off.
 fragment=$(mktemp)
 trap 'rm -f "$fragment"' EXIT
 cat "$top/selftests/config" >"$fragment"
-if [ "${LIBTRACK_KASAN:-1}" = 0 ]; then
-	sed -i '/^CONFIG_KASAN/d' "$fragment"
-	echo '# CONFIG_KASAN is not set' >>"$fragment"
-fi
+off=
+[ "${LIBTRACK_KASAN:-1}" = 0 ] && off=KASAN
 if [ "${LIBTRACK_KDEBUG:-1}" = 0 ]; then
-	for o in KASAN PROVE_LOCKING DEBUG_ATOMIC_SLEEP DEBUG_LIST SLUB_DEBUG \
-		FAULT_INJECTION FAILSLAB; do
-		sed -i "/^CONFIG_$o[_=]/d" "$fragment"
-		echo "# CONFIG_$o is not set" >>"$fragment"
-	done
+	off="KASAN PROVE_LOCKING DEBUG_ATOMIC_SLEEP DEBUG_LIST SLUB_DEBUG"
+	off="$off FAULT_INJECTION FAILSLAB"
 	envfile=${envfile%.env}-nodebug.env
 fi
+for o in $off; do
+	sed -i "/^CONFIG_${o}[_=]/d" "$fragment"
+	echo "# CONFIG_$o is not set" >>"$fragment"
+done
 
 # The patches, in series order.
 series="$top/kernel-patches/series"
