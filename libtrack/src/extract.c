@@ -7,7 +7,7 @@
  *
  * A window is a buffer packed with extents: runs of blocks that are far
  * apart on the disk sit next to each other in memory. All the extents of
- * a window are read at once (Linux AIO on the O_DIRECT descriptor), so a
+ * a window are read at once (an io_uring on the O_DIRECT descriptor), so a
  * scattered dirty set keeps the disk's queue full instead of waiting for
  * one 4 KiB read after another. Without O_DIRECT (a file system that
  * refuses it), the extents are announced with POSIX_FADV_WILLNEED and
@@ -63,8 +63,8 @@ struct win {
 	struct piece p[MAX_PIECES];
 	int np;
 	uint64_t bytes;		/* bytes of the blocks in the pieces */
-	uint64_t done[MAX_EXTENTS];	/* bytes of each extent AIO read */
-	int pending;		/* AIO reads not completed yet */
+	uint64_t done[MAX_EXTENTS];	/* bytes of each extent the ring read */
+	int pending;		/* reads in the ring not completed yet */
 };
 
 struct x_source {
