@@ -134,12 +134,21 @@ def secs(x):
     return f"{x:.2f}"
 
 
+def warmup(meta):
+    # runs before the warm-up existed have no key: their first method in
+    # each pattern read blocks the disk's host had not cached yet
+    if meta.get("warmup") == 1:
+        return "an untimed warm-up before each pattern; "
+    return "no warm-up (the first method of each pattern read cold blocks); "
+
+
 def machine(meta):
     if not meta:
         return "not recorded (the run did not finish this part)"
     return (f"{meta.get('host_cpus')} CPUs ({meta.get('cpu_model')}), "
             f"{meta.get('mem_gib')} GiB, Linux {meta.get('kernel')}, "
             f"{meta.get('fs')}; cache dropped: {meta.get('drop_caches')}; "
+            f"{warmup(meta)}"
             f"load average {meta.get('load_start')} at the start, "
             f"{meta.get('load_end')} at the end; {meta.get('rsync')}; "
             f"commit {meta.get('git')}; "
