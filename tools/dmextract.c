@@ -128,6 +128,7 @@ static int extract(const struct ds_opts *o)
 	ret = open_output(o->output, &out);
 	if (ret)
 		return DS_EXIT_FAIL;
+	ds_pipe_grow(out);
 	ret = ds_run_extract(o, out, &ep, &t);
 	if (!ret)
 		ret = sync_output(out, o->output);

@@ -258,6 +258,7 @@ int main(int argc, char **argv)
 		       "into dmmerge, or redirect a stream file");
 		ret = -EINVAL;
 	} else {
+		ds_pipe_grow(STDIN_FILENO);
 		ret = track_apply_run(c.a, in_read, &c, "stdin");
 		if (!ret && c.verbose)
 			print_totals(&c, ds_now() - t0);

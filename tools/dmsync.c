@@ -239,6 +239,7 @@ static pid_t spawn_receiver(struct sync_opts *s, int *in)
 		ds_err("pipe: %s", strerror(errno));
 		return -1;
 	}
+	ds_pipe_grow(p[1]);
 	pid = fork();
 	if (pid < 0) {
 		ds_err("fork: %s", strerror(errno));

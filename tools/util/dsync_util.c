@@ -18,6 +18,8 @@
 
 #include "dsync_util.h"
 
+#define DS_PIPE_BYTES	(1 << 20)	/* a stream record */
+
 const char *ds_prog = "dsync";
 volatile sig_atomic_t ds_stop;
 
@@ -236,6 +238,18 @@ ssize_t ds_write_all(int fd, const void *buf, size_t len)
 		done += n;
 	}
 	return len;
+}
+
+void ds_pipe_grow(int fd)
+{
+	struct stat st;
+	int size;
+
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+		return;
+	size = fcntl(fd, F_GETPIPE_SZ);
+	if (size >= 0 && size < DS_PIPE_BYTES)
+		fcntl(fd, F_SETPIPE_SZ, DS_PIPE_BYTES);
 }
 
 void ds_progress_init(struct ds_progress *p, enum ds_progress_mode mode,
