@@ -82,7 +82,7 @@
 #   (1), FRACTIONS ("0.1 0.5 1 2 5 10 25"), FRACTION_METHODS ("dsync floor
 #   floor-p floor-q blocksync"), FRACTION_REPS (1), SEED (1),
 #   BIG_MIB (32768), BIG_METHODS ("dsync floor floor-q blocksync rsync"),
-#   BIG_REPS (1),
+#   BIG_REPS (3),
 #   WARMUP (1: the untimed warm-up above; 0: none),
 #   RESULTS (bench/results), DROP_CACHES (all | files), VERIFY (cmp |
 #   known: check DST byte for byte against the source's known content,
@@ -109,7 +109,7 @@ fraction_methods=${FRACTION_METHODS:-dsync floor floor-p floor-q blocksync}
 fraction_reps=${FRACTION_REPS:-1}
 big_mib=${BIG_MIB:-32768}
 big_methods=${BIG_METHODS:-dsync floor floor-q blocksync rsync}
-big_reps=${BIG_REPS:-1}
+big_reps=${BIG_REPS:-3}
 seed=${SEED:-1}
 verify=${VERIFY:-cmp}
 skip=${SKIP:-}
