@@ -76,7 +76,8 @@
 #        of the largest size, default build/bench)
 # Environment (defaults): SIZE_MIB (4096), PATTERNS ("realistic random:1
 #   random:10"), METHODS (all above), REPS (3), SLOW_METHODS ("rsync
-#   rsync-b4k"), SLOW_REPS (1), PARTS ("patterns size fraction big"),
+#   rsync-b4k"), SLOW_REPS (1), PARTS ("patterns fraction size big":
+#   the order that fills the fewest images),
 #   SCALE_MIB ("1024 4096 16384 32768"), SCALE_COUNT (10000),
 #   SCALE_METHODS ("dsync floor floor-p floor-q blocksync"), SCALE_REPS
 #   (1), FRACTIONS ("0.1 0.5 1 2 5 10 25"), FRACTION_METHODS ("dsync floor
@@ -99,7 +100,7 @@ methods=${METHODS:-dsync dsync-z rsync rsync-b4k blocksync copy floor floor-p fl
 reps=${REPS:-3}
 slow_methods=${SLOW_METHODS:-rsync rsync-b4k}
 slow_reps=${SLOW_REPS:-1}
-parts=${PARTS:-patterns size fraction big}
+parts=${PARTS:-patterns fraction size big}
 scale_mib=${SCALE_MIB:-1024 4096 16384 32768}
 scale_count=${SCALE_COUNT:-10000}
 scale_methods=${SCALE_METHODS:-dsync floor floor-p floor-q blocksync}
