@@ -3,13 +3,15 @@
 # it reads it from, to a stream record (1 MiB): through the default 64 KiB
 # pipe a record takes 16 wakeups of each side, and the stream between two
 # processes ran at less than half the speed (docs/benchmarks-dsync.md).
-# A file or a terminal is left alone; the copy must stay byte-identical.
+# A file or a terminal is left alone; the copy must stay byte-identical;
+# and a reader that leaves the stream unread still fails dmextract.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/dsync_lib.sh"
 need_tools
 
 cd "$TMP" || exit 1
 mkimg src 4
+head -c 262144 src >small
 cp src dst
 cp src orig
 scribble src 100 1 >dirty
@@ -52,6 +54,16 @@ read -r size rc < <(pipe_size merge)
 	ok "dmmerge grew its input pipe to 1 MiB" ||
 	not_ok "dmmerge: exit $rc, input pipe $size bytes"
 check "the replica is the source after the pipe's growth" cmp -s src dst
+
+# The whole stream fits in the grown pipe: dmextract must still fail when
+# its reader exits with the stream unread (as dmmerge does when it refuses
+# one), or it would commit an epoch nobody applied.
+dmextract --no-progress --all --device small 2>"$TMP/err" |
+	(sleep 0.5; head -c 100 >/dev/null)
+rc=${PIPESTATUS[0]}
+[ "$rc" = 1 ] && grep -q 'unread' "$TMP/err" &&
+	ok "a reader that leaves the stream unread fails dmextract" ||
+	not_ok "a reader that leaves the stream unread: dmextract exit $rc"
 
 # a stream in a file is not a pipe: nothing to grow, nothing refused
 cp orig dst2

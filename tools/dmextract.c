@@ -14,7 +14,9 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,6 +120,36 @@ static int sync_output(int fd, const char *path)
 	return 0;
 }
 
+/*
+ * A pipe still holds up to a record (ds_pipe_grow()) when the last
+ * write() returns. Before the epoch is committed, wait until the reader
+ * has taken all of it, or is gone: a reader that exits with the stream
+ * unread (dmmerge refusing it) is the failure EPIPE would have reported
+ * through a smaller pipe. What the reader does with the bytes it took,
+ * only dmsync learns (it waits for dmmerge's exit status).
+ */
+static int drain_output(int fd)
+{
+	struct pollfd p = { .fd = fd };
+	struct stat st;
+	int n;
+
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+		return 0;
+	while (!ioctl(fd, FIONREAD, &n) && n > 0) {
+		if (ds_stop)
+			return -EINTR;
+		if (poll(&p, 1, 10) <= 0 || !(p.revents & POLLERR))
+			continue;
+		if (ioctl(fd, FIONREAD, &n) || n == 0)
+			break;
+		ds_err("the reader of the stream exited with %d bytes of it "
+		       "unread", n);
+		return -EPIPE;
+	}
+	return 0;
+}
+
 /* Extract into the output, then commit, keep or abort the epoch. */
 static int extract(const struct ds_opts *o)
 {
@@ -132,6 +164,8 @@ static int extract(const struct ds_opts *o)
 	ret = ds_run_extract(o, out, &ep, &t);
 	if (!ret)
 		ret = sync_output(out, o->output);
+	if (!ret)
+		ret = drain_output(out);
 	if (!ret && ds_stop) {
 		ds_err("interrupted by signal %d", (int)ds_stop);
 		ret = -EINTR;
