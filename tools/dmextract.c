@@ -12,9 +12,9 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -143,8 +143,8 @@ static int drain_output(int fd)
 			continue;
 		if (ioctl(fd, FIONREAD, &n) || n == 0)
 			break;
-		ds_err("the reader of the stream exited with %d bytes of it "
-		       "unread", n);
+		ds_err("writing the stream: the receiving side exited with "
+		       "%d bytes of it unread (see its messages)", n);
 		return -EPIPE;
 	}
 	return 0;
