@@ -7,6 +7,12 @@
  * blocks are larger) so that a caller handing in one block at a time still
  * gets large records. Each record is deflated on its own, so a reader can
  * decode it without anything that came before.
+ *
+ * Records are gathered in the output buffer so that short ones leave in
+ * one write(). The data run being gathered is copied once, straight to
+ * its place in that buffer, behind room left for its header; the header
+ * is filled in when the run ends. A whole record handed in at once is
+ * not copied at all.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -18,7 +24,7 @@
 #include "stream_format.h"
 
 #define WR_RECORD_BYTES	(1u << 20)	/* raw bytes per data record */
-#define WR_OBUF		(256u << 10)	/* small writes are gathered here */
+#define WR_OBUF		(256u << 10)	/* write() once this much is gathered */
 #define WR_PROBE	(16u << 10)	/* deflate this much first to see... */
 #define WR_PROBE_MIN	(64u << 10)	/* ...in records at least this large */
 #define WR_SKIP_MAX	32		/* records sent raw after a failure */
@@ -42,7 +48,7 @@ struct track_stream_writer {
 	unsigned int skip;	/* records to send without trying deflate */
 	unsigned int backoff;	/* the next skip after a failed try */
 
-	unsigned char *pend;	/* pending data run */
+	size_t pend_pos;	/* the pending data run's header, in obuf */
 	uint64_t pend_first;
 	uint64_t pend_count;
 	uint64_t rec_blocks;	/* blocks per full data record */
@@ -50,7 +56,7 @@ struct track_stream_writer {
 	uint64_t zero_first;	/* pending zero run */
 	uint64_t zero_count;
 
-	unsigned char *obuf;
+	unsigned char *obuf;	/* WR_OBUF, a record and its header */
 	size_t olen;
 
 	uint64_t seq;
@@ -126,13 +132,11 @@ static int wr_out(struct track_stream_writer *w, const void *buf, size_t len)
 	return wr_raw(w, buf, len);
 }
 
-static int wr_record(struct track_stream_writer *w, uint16_t type,
-		     uint16_t flags, uint64_t first, uint64_t count,
-		     const void *payload, uint32_t plen)
+/* Fill in record header H, for the payload that follows it. */
+static void wr_fill_header(struct track_stream_writer *w, unsigned char *h,
+			   uint16_t type, uint16_t flags, uint64_t first,
+			   uint64_t count, const void *payload, uint32_t plen)
 {
-	unsigned char h[SF_REC_LEN];
-	int ret;
-
 	sf_put16(h + SF_R_TYPE, type);
 	sf_put16(h + SF_R_FLAGS, flags);
 	sf_put32(h + SF_R_PLEN, plen);
@@ -143,13 +147,21 @@ static int wr_record(struct track_stream_writer *w, uint16_t type,
 	sf_put32(h + SF_R_HCRC, trk_crc32c(0, h, SF_R_HCRC));
 	if (type != SF_T_END)
 		w->digest = trk_crc32c(w->digest, h, SF_REC_LEN);
+	w->seq++;
+}
+
+static int wr_record(struct track_stream_writer *w, uint16_t type,
+		     uint16_t flags, uint64_t first, uint64_t count,
+		     const void *payload, uint32_t plen)
+{
+	unsigned char h[SF_REC_LEN];
+	int ret;
+
+	wr_fill_header(w, h, type, flags, first, count, payload, plen);
 	ret = wr_out(w, h, SF_REC_LEN);
 	if (!ret)
 		ret = wr_out(w, payload, plen);
-	if (ret)
-		return ret;
-	w->seq++;
-	return 0;
+	return ret;
 }
 
 /*
@@ -192,52 +204,88 @@ static bool wr_worth_deflating(struct track_stream_writer *w,
 	return false;
 }
 
+/*
+ * Deflate RAW bytes of BUF into cbuf if that is worth it and they shrink.
+ * Returns 1 (*plen: the deflated length), 0 to send them as they are, or
+ * an error.
+ */
+static int wr_deflate(struct track_stream_writer *w, const unsigned char *buf,
+		      uint64_t raw, uint32_t *plen)
+{
+	if (!w->zlib || !wr_worth_deflating(w, buf, raw))
+		return 0;
+	if (deflateReset(&w->z) != Z_OK)
+		return -ENOMEM;
+	w->z.next_in = (unsigned char *)buf;
+	w->z.avail_in = (uInt)raw;
+	w->z.next_out = w->cbuf;
+	w->z.avail_out = (uInt)w->cbuf_len;
+	if (deflate(&w->z, Z_FINISH) != Z_STREAM_END)
+		return -EIO;
+	if (w->z.total_out >= raw) {
+		wr_deflate_failed(w);
+		return 0;
+	}
+	w->backoff = 0;
+	*plen = (uint32_t)w->z.total_out;
+	return 1;
+}
+
+static void wr_count_data(struct track_stream_writer *w, uint64_t count,
+			  uint64_t raw)
+{
+	w->tot.records++;
+	w->tot.data_blocks += count;
+	w->tot.data_bytes += raw;
+}
+
+/* A data record straight from the caller's buffer. */
 static int wr_emit_data(struct track_stream_writer *w, uint64_t first,
 			uint64_t count, const unsigned char *buf)
 {
 	uint64_t raw = sf_run_bytes(first, count, w->bs, w->info.device_size);
-	const unsigned char *payload = buf;
 	uint32_t plen = (uint32_t)raw;
-	uint16_t flags = 0;
 	int ret;
 
-	if (w->zlib && wr_worth_deflating(w, buf, raw)) {
-		if (deflateReset(&w->z) != Z_OK)
-			return -ENOMEM;
-		w->z.next_in = (unsigned char *)buf;
-		w->z.avail_in = (uInt)raw;
-		w->z.next_out = w->cbuf;
-		w->z.avail_out = (uInt)w->cbuf_len;
-		ret = deflate(&w->z, Z_FINISH);
-		if (ret != Z_STREAM_END)
-			return -EIO;
-		if (w->z.total_out < raw) {
-			payload = w->cbuf;
-			plen = (uint32_t)w->z.total_out;
-			flags = SF_RF_ZLIB;
-			w->backoff = 0;
-		} else {
-			wr_deflate_failed(w);
-		}
-	}
-	ret = wr_record(w, SF_T_DATA, flags, first, count, payload, plen);
+	ret = wr_deflate(w, buf, raw, &plen);
+	if (ret < 0)
+		return ret;
+	ret = wr_record(w, SF_T_DATA, ret ? SF_RF_ZLIB : 0, first, count,
+			ret ? w->cbuf : buf, plen);
 	if (ret)
 		return ret;
-	w->tot.records++;
-	w->tot.data_blocks += count;
-	w->tot.data_bytes += raw;
+	wr_count_data(w, count, raw);
 	return 0;
 }
 
+/* The pending run becomes a record where it is, in the output buffer. */
 static int wr_flush_data(struct track_stream_writer *w)
 {
+	unsigned char *h = w->obuf + w->pend_pos;
+	unsigned char *payload = h + SF_REC_LEN;
+	uint64_t raw;
+	uint32_t plen;
 	int ret;
 
 	if (!w->pend_count)
 		return 0;
-	ret = wr_emit_data(w, w->pend_first, w->pend_count, w->pend);
+	raw = sf_run_bytes(w->pend_first, w->pend_count, w->bs,
+			   w->info.device_size);
+	plen = (uint32_t)raw;
+	ret = wr_deflate(w, payload, raw, &plen);
+	if (ret < 0)
+		return ret;
+	if (ret)
+		memcpy(payload, w->cbuf, plen);
+	wr_fill_header(w, h, SF_T_DATA, ret ? SF_RF_ZLIB : 0, w->pend_first,
+		       w->pend_count, payload, plen);
+	wr_count_data(w, w->pend_count, raw);
 	w->pend_count = 0;
-	return ret;
+	w->olen = w->pend_pos + SF_REC_LEN + plen;
+	w->offset += SF_REC_LEN + plen;
+	if (w->olen >= WR_OBUF)
+		return wr_flush(w);
+	return 0;
 }
 
 static int wr_flush_zero(struct track_stream_writer *w)
@@ -279,6 +327,7 @@ static int wr_add_data(struct track_stream_writer *w, uint64_t first,
 		       uint64_t count, const unsigned char *buf)
 {
 	uint64_t take;
+	size_t n;
 	int ret;
 
 	ret = wr_flush_zero(w);
@@ -299,11 +348,21 @@ static int wr_add_data(struct track_stream_writer *w, uint64_t first,
 			if (ret)
 				return ret;
 		} else {
-			if (!w->pend_count)
+			if (!w->pend_count) {
+				/* room for a whole record behind olen */
+				if (w->olen >= WR_OBUF) {
+					ret = wr_flush(w);
+					if (ret)
+						return ret;
+				}
 				w->pend_first = first;
-			memcpy(w->pend + w->pend_count * w->bs, buf,
-			       sf_run_bytes(first, take, w->bs,
-					    w->info.device_size));
+				w->pend_pos = w->olen;
+				w->olen += SF_REC_LEN;
+			}
+			n = sf_run_bytes(first, take, w->bs,
+					 w->info.device_size);
+			memcpy(w->obuf + w->olen, buf, n);
+			w->olen += n;
 			w->pend_count += take;
 			if (w->pend_count == w->rec_blocks) {
 				ret = wr_flush_data(w);
@@ -408,9 +467,8 @@ static int wr_new(const struct track_stream_info *info,
 	w->rec_blocks = WR_RECORD_BYTES / w->bs ? WR_RECORD_BYTES / w->bs : 1;
 	w->level = 1;
 	w->zlib = info->flags & TRACK_STREAM_ZLIB;
-	w->obuf = malloc(WR_OBUF);
-	w->pend = malloc(w->rec_blocks * w->bs);
-	if (!w->obuf || !w->pend)
+	w->obuf = malloc(WR_OBUF + SF_REC_LEN + w->rec_blocks * w->bs);
+	if (!w->obuf)
 		goto fail;
 	if (w->zlib) {
 		if (deflateInit2(&w->z, w->level, Z_DEFLATED, -15, 8,
@@ -600,7 +658,6 @@ TRACK_EXPORT void track_stream_writer_free(struct track_stream_writer *w)
 	if (w->z_ready)
 		deflateEnd(&w->z);
 	free(w->cbuf);
-	free(w->pend);
 	free(w->obuf);
 	free(w);
 }
