@@ -50,8 +50,8 @@
 # and writes exactly the pattern's blocks. Every timed run then finds the
 # disk in the same state.
 #
-# Each run records wall and CPU seconds (GNU time, all processes of the
-# method), bytes read from and written to the disk (the rusage block
+# Each run records wall and CPU seconds (bench/timed.c: what GNU time
+# reports, to the microsecond, for all processes of the method), bytes read from and written to the disk (the rusage block
 # counters), the bytes that would cross a network (the stream, rsync's
 # sent + received, blocksync's digests + runs; for copy and floor the data
 # they copy), and the load average when it started.
@@ -126,11 +126,10 @@ done
 for t in rsync dd cmp awk cc; do
 	command -v $t >/dev/null || die "$t is missing: run scripts/deps.sh"
 done
-[ -x /usr/bin/time ] || die "/usr/bin/time is missing: run scripts/deps.sh"
 
 mkdir -p "$dir" "$results"
 dir=$(cd "$dir" && pwd)
-for p in bdata floor blocksync; do
+for p in bdata floor blocksync timed; do
 	cc -O2 -march=native -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
 		-o "$dir/$p" "$top/bench/$p.c" -lm
 done
@@ -206,7 +205,7 @@ run() {
 	c=$(cmd "$6")
 	uncache
 	load=$(cut -d' ' -f1 /proc/loadavg)
-	/usr/bin/time -f '%e %U %S %I %O' -o "$tmp/time" \
+	"$dir/timed" "$tmp/time" \
 		bash -c "$c && dd of=$dst conv=notrunc,fsync count=0 status=none" >"$tmp/out" 2>"$tmp/err" ||
 		{ cat "$tmp/err" >&2; die "$6 failed: $c"; }
 	read -r w u s i o <"$tmp/time"

@@ -130,8 +130,9 @@ def human(n):
 
 
 def secs(x):
-    # the wall clock of GNU time has 10 ms steps
-    return f"{x:.2f}"
+    # bench/timed.c counts microseconds; runs before it had GNU time's
+    # 10 ms steps
+    return f"{x:.3f}" if x < 1 else f"{x:.2f}"
 
 
 def warmup(meta):

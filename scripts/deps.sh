@@ -23,7 +23,7 @@ fi
 BUILD="build-essential pkg-config zlib1g-dev liburing-dev libmnl-dev
 	libdevmapper-dev"
 TEST="libcmocka-dev python3 e2fsprogs util-linux syncthing curl
-	rsync time python3-matplotlib clang libclang-rt-dev openssh-server
+	rsync python3-matplotlib clang libclang-rt-dev openssh-server
 	openssh-client iproute2 bc"
 VM="dmsetup xfsprogs kmod qemu-system-x86 busybox-static cpio
 	linux-source-6.12 xz-utils flex bison bc libelf-dev libssl-dev dwarves
