@@ -23,7 +23,7 @@
  * announced with POSIX_FADV_WILLNEED, so the kernel has them in flight
  * while this reads and writes the current one; readahead is off, so only
  * the dirty blocks are read. dmextract keeps a window's extents in flight
- * at once (Linux AIO), which neither -p nor the plain floor does: this is
+ * at once (an io_uring), which neither -p nor the plain floor does: this is
  * the floor to compare it with.
  *
  * Prints the bytes copied. Exit status: 0 ok, 1 failure, 2 usage.
