@@ -7,6 +7,9 @@
 #                                       copy vs the raw floor (CSV + JSON)
 #   stream  host  bench/stream_speed.c  the stream's CPU cost on one core
 #   uds     host  bench/uds-cpu.sh      the UDS paper's CPU benchmark
+#   traffic host  bench/uds-traffic.sh  the UDS paper's workloads' traffic
+#                                       under its cost model, uds-plus vs
+#                                       a push on every update
 #   rehash  host  bench/rehash.sh       block-list re-hash per write, ranges
 #                                       vs whole file
 #   syncthing host bench/uds-syncthing.sh uds-plus vs Syncthing alone, real
@@ -43,7 +46,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 results=${RESULTS:-$top/bench/results}
 export RESULTS=$results
 mkdir -p "$results"
-parts=${*:-dsync stream uds rehash syncthing vm insns report}
+parts=${*:-dsync stream uds traffic rehash syncthing vm insns report}
 status=0
 
 # text NAME TITLE SHOWN COMMAND...: run COMMAND, keep its output as
@@ -91,6 +94,9 @@ for part in $parts; do
 	uds)
 		text uds-cpu "uds-plus: the paper's CPU benchmark, fallback mode (host)" \
 			"bench/uds-cpu.sh" "$top/bench/uds-cpu.sh" ;;
+	traffic)
+		text uds-traffic "uds-plus: the paper's workloads' traffic under its cost model (host)" \
+			"bench/uds-traffic.sh" "$top/bench/uds-traffic.sh" ;;
 	rehash)
 		text rehash "A block-list client: re-hash cost per 4 KiB write, ranges vs whole file (host)" \
 			"bench/rehash.sh" "$top/bench/rehash.sh" ;;
@@ -114,7 +120,7 @@ for part in $parts; do
 		/usr/bin/python3 "$top/bench/report.py" "$results" \
 			"${BENCH_DOC:-$top/docs/benchmarks.md}" || status=1 ;;
 	*)
-		echo "bench: unknown part $part (dsync stream uds rehash syncthing vm insns report)" >&2
+		echo "bench: unknown part $part (dsync stream uds traffic rehash syncthing vm insns report)" >&2
 		exit 2 ;;
 	esac
 done

@@ -3,9 +3,9 @@
 # `make bench` does not rot between real runs: bench/dsync-host.sh (all
 # three parts, every method, each result cmp-verified by the script),
 # the seeded pattern generator, the block-checksum sync and the floor on
-# their own, bench/run.sh's stream and uds parts, and bench/report.py
-# (tables, goals, plots, other benchmarks' result files). Times measured
-# here mean nothing; only that the pieces work and agree.
+# their own, bench/run.sh's stream, uds and traffic parts, and
+# bench/report.py (tables, goals, plots, other benchmarks' result files).
+# Times measured here mean nothing; only that the pieces work and agree.
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 
@@ -98,6 +98,21 @@ check "floor -q makes the replica equal" cmp "$TMP/src" "$TMP/dst"
 check "run.sh stream and uds parts" env STREAM_MIB=8 UDS_BENCH_TOTAL=65536 \
 	"$TOP/bench/run.sh" stream uds
 check "the stream part kept its output" grep -qi crc32c "$res/stream-speed.txt"
+check "run.sh traffic part, the paper's four workloads, tiny" \
+	env UDS_TRAFFIC_AMOUNT_APPENDS=16 UDS_TRAFFIC_SPEEDUP_APPENDS=100 \
+	UDS_TRAFFIC_AMOUNT_DOWNLOAD=20000 UDS_TRAFFIC_SPEEDUP_DOWNLOAD=50 \
+	UDS_TRAFFIC_AMOUNT_COLLAB=60 UDS_TRAFFIC_SPEEDUP_COLLAB=100 \
+	UDS_TRAFFIC_COLLAB_FILE=16384 UDS_TRAFFIC_AMOUNT_LOG=120 \
+	UDS_TRAFFIC_SPEEDUP_LOG=100 "$TOP/bench/run.sh" traffic
+rows=$(grep -cE '^\| (appends|download|collab|log) \| (default|tcf|every-update) \|' \
+	"$res/uds-traffic.txt")
+[ "$rows" = 12 ] && ok "the traffic table has 4 workloads x 3 policies" ||
+	not_ok "the traffic table has 4 workloads x 3 policies (got $rows rows)"
+# pushing on every update pushes each of the 16 appends (the writer's
+# gaps are 10 ms, far above what a push of a 16-byte file takes)
+check "every-update pushes at least once per append" awk -F'|' \
+	'$2 ~ /appends/ && $3 ~ /every-update/ { split($7, p, " "); ok = p[1] >= 16 }
+	 END { exit !ok }' "$res/uds-traffic.txt"
 printf 'target,writes/s\nlinear,1000\n' >"$res/zz-other.csv"
 echo '{"title": "Another benchmark", "command": "its command"}' \
 	>"$res/zz-other.json"
@@ -109,6 +124,7 @@ for s in "## The goals" "## dsync against its peers" "### realistic" \
 	 "## The realistic pattern at 24 MiB" "goal >= 100x)" \
 	 "## Scaling with the device size" "## Scaling with the dirty fraction" \
 	 "## The dsync stream on one core" "## uds-plus: the paper's CPU" \
+	 "## uds-plus: the paper's workloads' traffic" \
 	 "## Another benchmark" "| linear | 1000 |"; do
 	check "the page has '$s'" grep -qF "$s" "$doc"
 done
