@@ -13,6 +13,13 @@
 # on a host without the patch, labelled as such. The real numbers come
 # from the VM (`make demo`).
 #
+# After uds-plus's rows comes a naive client on the same writer:
+# examples/blocklist.c with -q 0 --no-ranges re-reads and re-hashes
+# (SHA-256, 128 KiB blocks) the whole file after every read of its
+# queued events, as a client told only "this file changed" must. Its
+# pushes column is the whole-file re-hashes it made; where the writer
+# outpaces it, events queued during one re-hash are taken together.
+#
 # Results: docs/benchmarks-uds.md.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,3 +38,32 @@ if [ "${1:-}" = --simulate-ranges ]; then
 fi
 LD_PRELOAD=$preload PATH=$top/build/bin:$PATH UDS_TREECMP=$tmp/treecmp UDS_APPENDER=$tmp/appender \
 	UDS_SKIP_RC=77 bash "$top/selftests/uds/cpu-bench.sh"
+
+# The naive client, the same writer and pace.
+bl=$top/build/examples/blocklist
+[ -x "$bl" ] || { echo "build/examples/blocklist is missing: run make" >&2; exit 1; }
+total=${UDS_BENCH_TOTAL:-10485760}
+chunk=${UDS_BENCH_CHUNK:-2048}
+interval=${UDS_BENCH_INTERVAL_US:-2000}
+mkdir "$tmp/naive"
+"$bl" -q 0 --no-ranges -o /dev/null "$tmp/naive" 2>"$tmp/naive.err" &
+blpid=$!
+until grep -q watching "$tmp/naive.err"; do
+	kill -0 $blpid 2>/dev/null || { cat "$tmp/naive.err" >&2; exit 1; }
+	sleep 0.05
+done
+t0=$(date +%s%N)
+"$tmp/appender" "$tmp/naive/bench.dat" "$chunk" "$interval" "$total"
+t1=$(date +%s%N)
+kill -TERM $blpid
+wait $blpid
+# "blocklist: 1 files; re-hashed B blocks, N bytes read, F files whole;
+# X s CPU in the last update, Y s in all"
+sed -n 's/.*re-hashed \([0-9]*\) blocks, \([0-9]*\) bytes read, \([0-9]*\) files whole;.* \([0-9.]*\) s in all$/\1 \2 \3 \4/p' \
+	"$tmp/naive.err" | {
+	read -r _ bytes whole cpu || { cat "$tmp/naive.err" >&2; exit 1; }
+	printf '%-9s %-13s %7s %6s %5s %7s %8s %12s %12s %7s %6s\n' \
+		naive every-event $(((total + chunk - 1) / chunk)) "$whole" - - - - \
+		"$bytes" "$cpu" \
+		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')"
+}

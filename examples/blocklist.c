@@ -13,11 +13,17 @@
  * RESCAN falls back to hashing the whole file, which is what plain inotify
  * gives on any stock kernel.
  *
- *   blocklist [-b BLOCK_SIZE] [-o FILE] DIR   watch DIR; on SIGTERM, SIGINT
+ *   blocklist [-b BLOCK_SIZE] [-o FILE] [-q MS] [--no-ranges] DIR
+ *                                             watch DIR; on SIGTERM, SIGINT
  *                                             or SIGUSR1 write the list to
  *                                             FILE (default: stdout), with
  *                                             the cost so far on stderr;
- *                                             SIGUSR1 keeps going
+ *                                             SIGUSR1 keeps going. -q: the
+ *                                             quiet time before re-hashing
+ *                                             (100 ms; 0: after every read
+ *                                             of the queued events, as a
+ *                                             naive client would);
+ *                                             --no-ranges: plain inotify
  *   blocklist --scan [-b BLOCK_SIZE] DIR      hash DIR from scratch, print
  *
  *   cc -o blocklist blocklist.c $(pkg-config --cflags --libs libtrack)
@@ -492,7 +498,8 @@ static double cpu_seconds(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: blocklist [-b BLOCK_SIZE] [-o FILE] DIR\n"
+	fprintf(stderr, "usage: blocklist [-b BLOCK_SIZE] [-o FILE] [-q MS] "
+		"[--no-ranges] DIR\n"
 		"       blocklist --scan [-b BLOCK_SIZE] DIR\n");
 	return 2;
 }
@@ -523,7 +530,8 @@ int main(int argc, char **argv)
 	struct blocklist *bl;
 	struct track_watch *w = NULL;
 	bool scan = false, dirty = false;
-	int i, r, status = 0;
+	unsigned int wflags = 0;
+	int i, r, status = 0, quiet_ms = 100;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--scan"))
@@ -532,17 +540,21 @@ int main(int argc, char **argv)
 			bs = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
+		else if (!strcmp(argv[i], "-q") && i + 1 < argc)
+			quiet_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--no-ranges"))
+			wflags |= TRACK_WATCH_NO_RANGES;
 		else
 			return usage();
 	}
-	if (i != argc - 1 || !bs)
+	if (i != argc - 1 || !bs || quiet_ms < 0)
 		return usage();
 	dir = argv[i];
 	if (bl_new(dir, bs, &bl))
 		return 1;
 	if (!scan) {
 		/* Watch first, then scan: nothing written in between is lost. */
-		r = track_watch_new(0, &w);
+		r = track_watch_new(wflags, &w);
 		if (!r && (r = track_watch_add(w, dir)) < 0)
 			fprintf(stderr, "blocklist: %s\n", track_watch_error(w));
 		if (r < 0) {
@@ -573,8 +585,8 @@ int main(int argc, char **argv)
 		struct track_event ev;
 		double t0;
 
-		/* Hash once the tree has been quiet for 100 ms. */
-		r = track_watch_next(w, &ev, dirty ? 100 : -1);
+		/* Hash once the tree has been quiet for quiet_ms. */
+		r = track_watch_next(w, &ev, dirty ? quiet_ms : -1);
 		if (r == 1) {
 			if (ev.kind == TRACK_EVENT_GONE) {
 				fprintf(stderr, "blocklist: %s is gone\n", dir);
@@ -608,9 +620,11 @@ int main(int argc, char **argv)
 			status = dump_to(bl, out);
 			fprintf(stderr, "blocklist: %zu files; re-hashed %" PRIu64
 				" blocks, %" PRIu64 " bytes read, %" PRIu64
-				" files whole; %.3f s CPU in the last update\n",
+				" files whole; %.3f s CPU in the last update,"
+				" %.3f s in all\n",
 				bl->n, bl->blocks_hashed, bl->bytes_read,
-				bl->files_whole, cpu_seconds() - t0);
+				bl->files_whole, cpu_seconds() - t0,
+				cpu_seconds());
 			if (got_signal != SIGUSR1 || status)
 				break;
 			got_signal = 0;
