@@ -51,10 +51,11 @@
 # disk in the same state.
 #
 # Each run records wall and CPU seconds (bench/timed.c: what GNU time
-# reports, to the microsecond, for all processes of the method), bytes read from and written to the disk (the rusage block
-# counters), the bytes that would cross a network (the stream, rsync's
-# sent + received, blocksync's digests + runs; for copy and floor the data
-# they copy), and the load average when it started.
+# reports, to the microsecond, for all processes of the method), bytes
+# read from and written to the disk (the rusage block counters), the
+# bytes that would cross a network (the stream, rsync's sent + received,
+# blocksync's digests + runs; for copy and floor the data they copy), and
+# the load average when it started.
 #
 # Experiments (PARTS):
 #   patterns   PATTERNS on SIZE_MIB, every method, REPS repetitions
