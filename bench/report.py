@@ -15,7 +15,10 @@ What it reads from RESULTS:
   *.txt the output of another benchmark, included verbatim under a title
         taken from its first line if that starts with "# ", else from its
         name; the command that made it is a line "command: ...", when and
-        under what load a line "date: ..." (both optional).
+        under what load a line "date: ..." (both optional). Lines that
+        start with "|" are a Markdown table and are shown as one;
+        uds-traffic.txt's table is also plotted, next to the paper's
+        measured traffic.
   *.csv (any other name) a table: its header row and rows, under a title
         from the file name; a sidecar NAME.json may give "title",
         "command" and "note".
@@ -546,6 +549,57 @@ def fraction_section(out, goals):
                 "(goal >= 10x)"))
 
 
+# The paper's measured traffic for the same workload (section 3-5), MB:
+# Dropbox's (Fig. 4 and 16; Fig. 5 measured 2 MB on a faster disk) and
+# UDS's (Fig. 21). The collaborative edit's 130 MB was both users', the
+# log's "21x" was of another trace: neither is plotted.
+PAPER_TRAFFIC = {"appends": {"the paper's Dropbox": 1.2},
+                 "download": {"the paper's Dropbox": 75.0,
+                              "the paper's UDS": 6.2}}
+
+
+def mbytes(cell):
+    v, unit = cell.split()
+    return float(v) * {"B": 1e-6, "KB": 1e-3, "MB": 1.0}[unit]
+
+
+def traffic_plot(out, table):
+    """Bars: the model's traffic per workload and policy, the file size,
+    and the paper's measured figures where it has them."""
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    rows = [dict(zip(head, (c.strip() for c in r.strip("|").split("|"))))
+            for r in table[2:]]
+    works = list(dict.fromkeys(r["workload"] for r in rows))
+    pols = list(dict.fromkeys(r["policy"] for r in rows))
+    label = {"default": "uds-plus as shipped",
+             "tcf": "uds-plus, the paper's policy alone",
+             "every-update": "a push on every update"}
+    series = [(label.get(p, p), {r["workload"]: mbytes(r["traffic (model)"])
+                                 for r in rows if r["policy"] == p})
+              for p in pols]
+    series.append(("the file", {r["workload"]: mbytes(r["file"])
+                                for r in rows}))
+    for who in ("the paper's Dropbox", "the paper's UDS"):
+        series.append((who, {w: v[who] for w, v in PAPER_TRAFFIC.items()
+                             if who in v}))
+    fig, ax = plt.subplots(figsize=(10, 4))
+    width = 0.8 / len(series)
+    for i, (name, vals) in enumerate(series):
+        xs = [j + (i - (len(series) - 1) / 2) * width
+              for j, w in enumerate(works) if w in vals]
+        ax.bar(xs, [vals[w] for w in works if w in vals], width,
+               label=name)
+    ax.set_xticks(range(len(works)))
+    ax.set_xticklabels(works)
+    ax.set_yscale("log")
+    ax.set_ylabel("MB sent")
+    ax.set_title("Traffic: uds-plus under the paper's cost model (30 KB a "
+                 "sync + the delta), the paper's measured")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    out.append(savefig(fig, "bench-uds-traffic.png"))
+    out.append("")
+
+
 def other_sections(out):
     names = sorted(os.listdir(RESULTS)) if os.path.isdir(RESULTS) else []
     for n in names:
@@ -570,7 +624,17 @@ def other_sections(out):
                 out.append(f"Command: `{cmd[0][9:]}`\n")
             if date:
                 out.append(f"Run: {date[0][6:]}.\n")
-            out.append("```\n" + "\n".join(lines) + "\n```\n")
+            # a Markdown table in the output is shown as one
+            table = [ln for ln in lines if ln.startswith("|")]
+            lines = [ln for ln in lines if not ln.startswith("|")]
+            while lines and not lines[-1].strip():
+                lines.pop()
+            if lines:
+                out.append("```\n" + "\n".join(lines) + "\n```\n")
+            if table:
+                out.append("\n".join(table) + "\n")
+            if n == "uds-traffic.txt" and table:
+                traffic_plot(out, table)
         elif n.endswith(".csv"):
             side = {}
             if os.path.exists(path[:-4] + ".json"):
