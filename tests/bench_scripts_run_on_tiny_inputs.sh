@@ -128,10 +128,13 @@ for s in "## The goals" "## dsync against its peers" "### realistic" \
 	 "## Another benchmark" "| linear | 1000 |"; do
 	check "the page has '$s'" grep -qF "$s" "$doc"
 done
-for p in patterns size fraction; do
-	check "plot $p is a PNG" sh -c "head -c 4 '$TMP/docs/img/bench-dsync-$p.png' |
+for p in dsync-patterns dsync-size dsync-fraction uds-traffic; do
+	check "plot $p is a PNG" sh -c "head -c 4 '$TMP/docs/img/bench-$p.png' |
 		grep -q PNG"
 done
+check "the traffic table is a table on the page, not in a code block" \
+	awk '/^```/ { code = !code } /^\| appends \| default \|/ && !code { t = 1 }
+	     END { exit !t }' "$doc"
 # the write loop and AIO/io_uring comparison of two boots (results as
 # the VM prints them)
 vm=$TMP/bench-vm
