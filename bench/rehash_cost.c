@@ -10,7 +10,8 @@
  * seconds per write. The file is in the page cache, so reading costs CPU,
  * not disk time.
  *
- *   bench/rehash_cost DIR [WRITES]     (default 5 writes per size and mode)
+ *   bench/rehash_cost DIR [WRITES [MIB...]]  (default 5 writes per size and
+ *                                        mode; sizes 16 256 1024 MiB)
  */
 #include <stdarg.h>
 #include <sys/resource.h>
@@ -40,20 +41,32 @@ static uint64_t rnd(void)
 
 int main(int argc, char **argv)
 {
-	static const uint64_t sizes[] = { 16ull << 20, 256ull << 20, 1ull << 30 };
+	uint64_t sizes[16] = { 16ull << 20, 256ull << 20, 1ull << 30 };
 	static unsigned char buf[1 << 20];
 	int writes = argc > 2 ? atoi(argv[2]) : 5;
+	size_t nsizes = 3;
 	char path[4096];
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: rehash_cost DIR [WRITES]\n");
+	if (argc < 2 || argc > 3 + 16 || writes < 1) {
+		fprintf(stderr, "usage: rehash_cost DIR [WRITES [MIB...]]\n");
 		return 2;
+	}
+	if (argc > 3) {
+		nsizes = 0;
+		for (int a = 3; a < argc; a++) {
+			sizes[nsizes] = strtoull(argv[a], NULL, 10) << 20;
+			if (!sizes[nsizes++]) {
+				fprintf(stderr, "rehash_cost: %s: not a size in MiB\n",
+					argv[a]);
+				return 2;
+			}
+		}
 	}
 	for (size_t i = 0; i < sizeof(buf); i++)
 		buf[i] = (unsigned char)rnd();
 	printf("%-9s %-7s %16s %14s %12s\n", "file", "mode", "bytes read/write",
 	       "CPU s/write", "blocks/write");
-	for (size_t s = 0; s < 3; s++) {
+	for (size_t s = 0; s < nsizes; s++) {
 		struct blocklist *bl;
 		int fd;
 

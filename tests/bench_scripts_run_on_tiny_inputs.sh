@@ -3,8 +3,9 @@
 # `make bench` does not rot between real runs: bench/dsync-host.sh (all
 # three parts, every method, each result cmp-verified by the script),
 # the seeded pattern generator, the block-checksum sync and the floor on
-# their own, bench/run.sh's stream, uds and traffic parts, and
-# bench/report.py (tables, goals, plots, other benchmarks' result files).
+# their own, bench/rehash.sh, bench/run.sh's stream, uds and traffic
+# parts, and bench/report.py (tables, goals, plots, other benchmarks'
+# result files).
 # Times measured here mean nothing; only that the pieces work and agree.
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
@@ -98,6 +99,13 @@ check "floor -q makes the replica equal" cmp "$TMP/src" "$TMP/dst"
 check "run.sh stream and uds parts" env STREAM_MIB=8 UDS_BENCH_TOTAL=65536 \
 	"$TOP/bench/run.sh" stream uds
 check "the stream part kept its output" grep -qi crc32c "$res/stream-speed.txt"
+# the block-list re-hash cost, on 1 and 4 MiB: a 4 KiB write re-hashes
+# one 128 KiB block with its range, the whole file without
+out=$("$TOP/bench/rehash.sh" 1 1 4)
+check "rehash.sh: with ranges, one block a write at any size" \
+	test "$(awk '$3 == "ranges" && $4 == 131072 && $6 == "1.0"' <<<"$out" | wc -l)" = 2
+check "rehash.sh: without, the whole file" \
+	test "$(awk '$3 == "whole" && $4 == $1 * 1048576' <<<"$out" | wc -l)" = 2
 check "run.sh traffic part, the paper's four workloads, tiny" \
 	env UDS_TRAFFIC_AMOUNT_APPENDS=16 UDS_TRAFFIC_SPEEDUP_APPENDS=100 \
 	UDS_TRAFFIC_AMOUNT_DOWNLOAD=20000 UDS_TRAFFIC_SPEEDUP_DOWNLOAD=50 \
