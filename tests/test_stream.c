@@ -398,6 +398,73 @@ static void random_extents_round_trip_exactly(void **state)
 	free(want);
 }
 
+/*
+ * The writer's bytes for a fixed input, plain (deflate's output belongs to
+ * zlib's version): short runs gathered into records, runs handed in in
+ * pieces, whole records, runs that fill a record exactly, zero runs, and a
+ * partial last block. A change to how the writer gathers its records must
+ * not change the stream; the length and CRC32C below are those of the
+ * writer before it gathered runs in place (f9e3934).
+ */
+static void plain_stream_bytes_stay_the_same(void **state)
+{
+	const uint32_t bs = 4096;
+	const uint64_t nr = 4000;
+	const uint64_t size = (nr - 1) * bs + 1234;
+	unsigned char *src = malloc(nr * bs);
+	struct track_stream_writer *w;
+	struct track_stream_info in;
+	struct mem m = { 0 };
+	uint64_t seed = 12345, b = 0, n, k, step;
+	uint32_t crc;
+
+	(void)state;
+	assert_non_null(src);
+	for (b = 0; b < nr * bs; b += 8) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		memcpy(src + b, &seed, 8);
+	}
+	in = make_info(bs, size, 0);
+	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w), 0);
+	b = 1;
+	while (b < nr) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		switch (seed >> 61) {
+		case 0:		/* a whole record, or two */
+			n = 256 * (1 + (seed >> 40) % 2);
+			break;
+		case 1:		/* a long run */
+			n = 100 + (seed >> 32) % 400;
+			break;
+		default:	/* short runs */
+			n = 1 + (seed >> 32) % 8;
+		}
+		if (n > nr - b)
+			n = nr - b;
+		if ((seed >> 20) % 7 == 0) {
+			assert_int_equal(track_stream_write_zero(w, b, n), 0);
+		} else if ((seed >> 24) % 3 == 0) {
+			for (k = 0; k < n; k += step) {
+				step = 1 + (seed >> (k % 32)) % (n - k);
+				assert_int_equal(track_stream_write_data(w, b + k,
+					step, src + (b + k) * bs), 0);
+			}
+		} else {
+			assert_int_equal(track_stream_write_data(w, b, n,
+							 src + b * bs), 0);
+		}
+		b += n + (seed >> 16) % 3;
+	}
+	assert_int_equal(track_stream_writer_finish(w, NULL), 0);
+	track_stream_writer_free(w);
+	crc = trk_crc32c(0, m.buf, m.len);
+	print_message("stream: %zu bytes, crc32c %08x\n", m.len, crc);
+	assert_int_equal(m.len, 12876346);
+	assert_int_equal(crc, 0x71006f0c);
+	free(m.buf);
+	free(src);
+}
+
 static void zero_blocks_travel_as_zero_runs(void **state)
 {
 	const uint32_t bs = 4096;
@@ -1069,6 +1136,7 @@ int main(void)
 		cmocka_unit_test(crc32c_matches_reference_vectors),
 		cmocka_unit_test(crc32c_instruction_and_tables_agree),
 		cmocka_unit_test(random_extents_round_trip_exactly),
+		cmocka_unit_test(plain_stream_bytes_stay_the_same),
 		cmocka_unit_test(zero_blocks_travel_as_zero_runs),
 		cmocka_unit_test(compressed_stream_is_smaller_and_round_trips),
 		cmocka_unit_test(writer_refuses_blocks_out_of_order_or_outside),
