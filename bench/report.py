@@ -480,7 +480,8 @@ def size_section(out, goals):
             f"fixed {count:,} dirty blocks, {human(sizes[0] << 20)} to "
             f"{human(sizes[-1] << 20)}: dsync grew {fx(gd)}, the {FLOORNAME[fn]} "
             f"{fx(gf)} (goal: no faster than the floor; 10 % slack for "
-            "noise)"))
+            "noise; [benchmarks-dsync.md](benchmarks-dsync.md) explains "
+            "any growth beyond the floor's)"))
 
 
 def fraction_section(out, goals):
