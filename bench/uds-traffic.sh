@@ -43,15 +43,13 @@ COLLAB_FILE=${UDS_TRAFFIC_COLLAB_FILE:-1000000}
 
 [ -x "$top/build/bin/uds-plus" ] || { echo "run make first" >&2; exit 1; }
 command -v gzip >/dev/null || { echo "gzip is missing" >&2; exit 1; }
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-cc -O2 -Wall -o "$tmp/treecmp" "$top/selftests/uds/treecmp.c" || exit 1
-cc -O2 -Wall -o "$tmp/workload" "$top/bench/uds_workload.c" -lm || exit 1
+# The uds-plus test helpers: $W (a scratch directory, removed at exit),
+# $S and $D, uds_start, uds_wait_synced, uds_status, uds_stop.
+. "$top/selftests/uds/lib.sh"
+UDS_TREECMP=$W/treecmp
+cc -O2 -Wall -o "$UDS_TREECMP" "$top/selftests/uds/treecmp.c" || exit 1
+cc -O2 -Wall -o "$W/workload" "$top/bench/uds_workload.c" -lm || exit 1
+uds_require
 
 upper() { tr '[:lower:]' '[:upper:]' <<<"$1"; }
 # The real-time default for a row's knob.
@@ -70,19 +68,18 @@ amount() {
 	esac
 	echo "${!v:-$d}"
 }
-# The paper's figures for the row: Dropbox's traffic, UDS's, the file.
+# The paper's figures for the row: Dropbox's traffic, UDS's.
 paper() {
 	case $1 in
-	appends) echo "1.2-2 MB (Fig. 4, 5)|-|1 KB" ;;
-	download) echo "75 MB (Fig. 16)|6.2 MB (Fig. 21)|5 MB" ;;
-	collab) echo "~130 MB, both users (4.2)|-|1 MB" ;;
-	log) echo "21x the log (Fig. 15)|slightly more than the log (Fig. 22)|-" ;;
+	appends) echo "1.2-2 MB (Fig. 4, 5)|-" ;;
+	download) echo "75 MB (Fig. 16)|6.2 MB (Fig. 21)" ;;
+	collab) echo "~130 MB, both users (4.2)|-" ;;
+	log) echo "21x the log (Fig. 15)|slightly more than the log (Fig. 22)" ;;
 	esac
 }
 ms() {	# $1 seconds / $2, in whole milliseconds
 	awk -v s="$1" -v k="$2" 'BEGIN { printf "%d", s * 1000 / k }'
 }
-stat_of() { sed -n "s/^$1=//p" "$tmp/status"; }
 human() {
 	awk -v b="$1" 'BEGIN {
 		if (b >= 1e6) printf "%.2f MB", b / 1e6
@@ -92,70 +89,52 @@ human() {
 
 # run ROW POLICY: one workload through one uds-plus; prints a table row
 run() {
-	local row=$1 policy=$2 k t f lone out rc waited=0
-	local s=$tmp/savingbox d=$tmp/syncfolder file
+	local row=$1 policy=$2 k lone out file
 	k=$(speedup "$row")
-	rm -rf "$s" "$d" "$tmp/state" "$tmp/status"
-	mkdir -p "$s" "$d" "$tmp/state"
-	file=$s/$row.dat
+	rm -rf "$S" "$D" "$W/state"
+	mkdir -p "$S" "$D" "$W/state"
+	file=$S/$row.dat
 	if [ "$row" = collab ]; then
 		# the shared document, already in the cloud before the edits
-		"$tmp/workload" ascii "$file" "$COLLAB_FILE" "$SEED" || return 1
-		cp -p "$file" "$d/"
+		"$W/workload" ascii "$file" "$COLLAB_FILE" "$SEED" || return 1
+		cp -p "$file" "$D/"
 	fi
 	case $policy in
-	default | tcf) t=$(ms 5 "$k") ;;
-	every-update) t=0 ;;
+	default | tcf) UDS_T=$(ms 5 "$k")ms ;;
+	every-update) UDS_T=0 ;;
 	*) echo "unknown policy $policy" >&2; return 1 ;;
 	esac
-	f=$(ms 30 "$k")
+	UDS_C=250KB
+	UDS_F=$(ms 30 "$k")ms
+	UDS_PULL=$(ms 1 "$k")ms
 	lone=$(ms 0.5 "$k")
 	[ "$policy" = tcf ] && lone=0
-	uds-plus --state-dir "$tmp/state" --status-file "$tmp/status" \
-		--no-fsync -t "${t}ms" -c 250KB -f "${f}ms" \
-		--lone-delay "${lone}ms" --pull-delay "$(ms 1 "$k")ms" \
-		--hostname bench "$s" "$d" 2>>"$tmp/log" &
-	pid=$!
-	while [ ! -f "$tmp/status" ]; do
-		kill -0 "$pid" 2>/dev/null || { echo "uds-plus exited" >&2; return 1; }
-		sleep 0.05
-	done
-	[ "$(stat_of pushes)" = 0 ] ||
-		echo "# $row/$policy: $(stat_of pushes) pushes at start" >&2
-	out=$("$tmp/workload" "$row" "$file" "$k" "$SEED" "$(amount "$row")")
-	rc=$?
-	# wait for the last push (the timer's, or at once with t 0)
-	while :; do
-		rm -f "$tmp/status"
-		kill -USR1 "$pid"
-		while [ ! -f "$tmp/status" ]; do sleep 0.02; done
-		[ "$(stat_of pending_files)" = 0 ] &&
-			"$tmp/treecmp" -q "$s" "$d" && break
-		waited=$((waited + 1))
-		[ $waited -lt 1500 ] || { echo "# $row/$policy: never synced" >&2; rc=1; break; }
-		sleep 0.2
-	done
-	kill -TERM "$pid"
-	wait "$pid"
-	pid=
-	[ $rc = 0 ] || return 1
+	uds_start --no-fsync --log-level info --lone-delay "${lone}ms" ||
+		{ echo "uds-plus did not start" >&2; return 1; }
+	[ "$(uds_status pushes)" = 0 ] ||
+		echo "# $row/$policy: $(uds_status pushes) pushes at start" >&2
+	out=$("$W/workload" "$row" "$file" "$k" "$SEED" "$(amount "$row")") ||
+		return 1
+	# the last push: the timer's, or at once with t 0
+	uds_wait_synced 300 >&2 ||
+		{ echo "# $row/$policy: never synced" >&2; return 1; }
+	uds_stop
 	set -- $out
 	local updates=$2 size=$6 late=$8
-	local pushes bytes ratio delta traffic
-	pushes=$(stat_of pushes)
-	bytes=$(stat_of bytes_pushed)
+	local pushes bytes ratio delta traffic tm lone_n
+	pushes=$(uds_status pushes)
+	bytes=$(uds_status bytes_pushed)
 	ratio=$(awk -v c="$(gzip -1 -c "$file" | wc -c)" -v n="$size" \
 		'BEGIN { r = c / n; printf "%.3f", (r > 1 ? 1 : r) }')
 	delta=$(awk -v b="$bytes" -v r="$ratio" 'BEGIN { printf "%d", b * r }')
 	traffic=$((pushes * META + delta))
-	IFS='|' read -r pdrop puds psize <<<"$(paper "$row")"
-	local tm lone_n
-	lone_n=$(stat_of pushes_lone)
-	tm=$(($(stat_of pushes_timer) - lone_n))
+	IFS='|' read -r pdrop puds <<<"$(paper "$row")"
+	lone_n=$(uds_status pushes_lone)
+	tm=$(($(uds_status pushes_timer) - lone_n))
 	printf '| %s | %s | %s | %s | %s | %s (%s/%s/%s/%s) | %s | %s | %s | %s | %s | %s | %s |\n' \
 		"$row" "$policy" "$k" "$late" "$updates" "$pushes" "$tm" \
-		"$(stat_of pushes_counter)" "$(stat_of pushes_failsafe)" "$lone_n" \
-		"$(human "$size")" "$(human "$bytes")" "$ratio" \
+		"$(uds_status pushes_counter)" "$(uds_status pushes_failsafe)" \
+		"$lone_n" "$(human "$size")" "$(human "$bytes")" "$ratio" \
 		"$(human "$traffic")" \
 		"$(awk -v a="$traffic" -v b="$size" 'BEGIN { printf "%.1fx", a / b }')" \
 		"$pdrop" "$puds"
