@@ -496,6 +496,19 @@ static double cpu_seconds(void)
 	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
+/* A quiet time in milliseconds, 0 to 3600000; -1 if ARG is not one. */
+static int parse_ms(const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 0 || v > 3600000)
+		return -1;
+	return (int)v;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: blocklist [-b BLOCK_SIZE] [-o FILE] [-q MS] "
@@ -540,14 +553,21 @@ int main(int argc, char **argv)
 			bs = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
-		else if (!strcmp(argv[i], "-q") && i + 1 < argc)
-			quiet_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-q") && i + 1 < argc) {
+			quiet_ms = parse_ms(argv[++i]);
+			if (quiet_ms < 0) {
+				fprintf(stderr, "blocklist: -q %s: give the quiet "
+					"time in milliseconds, 0 to 3600000\n",
+					argv[i]);
+				return 2;
+			}
+		}
 		else if (!strcmp(argv[i], "--no-ranges"))
 			wflags |= TRACK_WATCH_NO_RANGES;
 		else
 			return usage();
 	}
-	if (i != argc - 1 || !bs || quiet_ms < 0)
+	if (i != argc - 1 || !bs)
 		return usage();
 	dir = argv[i];
 	if (bl_new(dir, bs, &bl))
