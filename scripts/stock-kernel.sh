@@ -49,8 +49,15 @@ make -s -C "$src" clean-local
 mkdir -p /var/lib/dkms
 (
 	flock 9
-	if dkms status -m dm-track -v "$version" | grep -q .; then
-		dkms remove "dm-track/$version" --all >/dev/null
+	# Test the tree, not "dkms status | grep -q": under pipefail grep's
+	# early exit fails the pipe with SIGPIPE once dkms lists more than
+	# one kernel, the removal is skipped and "dkms add" refuses. A run
+	# killed after the rm below leaves an entry with no source, which
+	# "dkms remove" leaves in place: clear what is left by hand.
+	if [ -e "/var/lib/dkms/dm-track/$version" ]; then
+		dkms remove "dm-track/$version" --all >/dev/null 2>&1 || :
+		rm -rf "/var/lib/dkms/dm-track/$version"
+		find /var/lib/dkms/dm-track -maxdepth 1 -xtype l -delete 2>/dev/null || :
 	fi
 	rm -rf "/usr/src/dm-track-$version"
 	dkms add "$src" >/dev/null
