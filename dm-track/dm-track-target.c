@@ -474,8 +474,10 @@ static void track_destroy(struct track_c *tc)
  * Is BDEV used by a track target of another mapped device, as its metadata
  * or COW device, or (with DATA) as its data device? A metadata device
  * shared by two devices would have each load the other's set; a COW device
- * shared would have both write the same slots. (A reload of the same
- * device may use them: the new table takes over from the old one.)
+ * shared would have both write the same slots; a metadata or COW device
+ * that is another device's data device would have the target write its
+ * own blocks over that device's data. (A reload of the same device may
+ * use them: the new table takes over from the old one.)
  */
 static bool track_bdev_in_use(struct track_c *tc, struct block_device *bdev,
 			      bool data)
@@ -715,7 +717,13 @@ static int track_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 
 	/* The check and the insertion under one hold: no two creates race. */
 	mutex_lock(&track_devices_lock);
-	if (tc->md_dev && track_bdev_in_use(tc, tc->md_dev->bdev, false)) {
+	if (track_bdev_in_use(tc, tc->dev->bdev, false)) {
+		mutex_unlock(&track_devices_lock);
+		ti->error = "The data device is the metadata or COW device of another track device";
+		r = -EBUSY;
+		goto bad;
+	}
+	if (tc->md_dev && track_bdev_in_use(tc, tc->md_dev->bdev, true)) {
 		mutex_unlock(&track_devices_lock);
 		DMERR("%s: give each track device a metadata device of its own",
 		      dm_device_name(dm_table_get_md(ti->table)));

@@ -407,6 +407,35 @@ TEST_F(persist, metadata_device_of_another_track_device_is_refused)
 	tt_remove("lt-other");
 }
 
+/*
+ * A metadata device that is another device's data device would have its
+ * bitmap written over that device's data, and the other way round.
+ */
+TEST_F(persist, data_device_of_another_track_device_is_refused_as_metadata)
+{
+	create(_metadata, TABLE);
+	tt_remove("lt-other");
+	vm_kmsg_mark("md-on-data");
+	EXPECT_NE(0, vm_run("echo '0 524288 track " VM_DISK_C " 0 8 2 metadata "
+			    VM_DISK_B "' | dmsetup create --noudevsync lt-other"
+			    " 2>/dev/null"));
+	EXPECT_TRUE(vm_kmsg_has("md-on-data", "in use by another track device"));
+	tt_remove("lt-other");
+
+	vm_kmsg_mark("data-on-md");
+	EXPECT_NE(0, vm_run("echo '0 524288 track " VM_DISK_D " 0 8' |"
+			    " dmsetup create --noudevsync lt-other 2>/dev/null"));
+	EXPECT_TRUE(vm_kmsg_has("data-on-md",
+				"metadata or COW device of another track device"));
+	tt_remove("lt-other");
+
+	/* Both are fine once the first device is gone. */
+	tt_remove(TT_NAME);
+	EXPECT_EQ(0, vm_run("echo '0 524288 track " VM_DISK_D " 0 8' |"
+			    " dmsetup create --noudevsync lt-other"));
+	tt_remove("lt-other");
+}
+
 /* A reload that changes the block size cannot reuse the sets. */
 TEST_F(persist, reload_with_another_block_size_marks_everything_dirty)
 {
