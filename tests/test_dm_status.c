@@ -57,6 +57,17 @@ static void malformed_lines_are_refused(void **state)
 		"8 262144 3 - 99999999999999999999 - 0 1 - id", /* overflow */
 		"Error",
 		"8 1 1 - 1 - 0 1 - 0123456789012345678901234567890123456789",
+		"0 8 0 - 1 - 0 1 - id",			/* no block size */
+		"24 8 0 - 1 - 0 1 - id",		/* not a power of two */
+		"131072 8 0 - 1 - 0 1 - id",		/* over 65536 sectors */
+		"8 8 9 - 1 - 0 1 - id",			/* dirtier than big */
+		"8 8 0 9 1 2 0 1 - id",
+		"8 8 0 - 1 - 0 1 - id active",		/* 11 fields */
+		"8 8 0 - 1 - 0 1 - id active 1 2 3",	/* 14 fields */
+		"8 8 0 - 1 - 0 1 - id - - - 1 2 3",	/* 16 fields */
+		/* a field of 64 bytes, which a %63s would read as two */
+		"8 8 0 - 1 - 0 1 - id - - "
+		"1000000000000000000000000000000000000000000000000000000000000000",
 	};
 	struct track_dm_status st;
 	size_t i;

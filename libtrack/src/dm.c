@@ -308,19 +308,47 @@ static int parse_u64_or_dash(const char *s, uint64_t *v)
 	return errno || *end || end == s ? -EPROTO : 0;
 }
 
-/*
- * The snapshot fields after the first ten, absent before snapshot mode;
- * the last two (the COW device) are absent before dm-track 1.1.
- */
-static int parse_snapshot(const char *line, struct track_dm_status *st)
-{
-	char f[5][64];
-	uint64_t v[4] = { 0 };
-	int i, n;
+#define STATUS_FIELDS	15
+#define STATUS_FIELD_LEN	64
 
-	n = sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-		   "%63s %63s %63s %63s %63s", f[0], f[1], f[2], f[3], f[4]);
-	if (n < 3)
+/*
+ * Split LINE at white space into F (at most STATUS_FIELDS fields, each
+ * shorter than STATUS_FIELD_LEN); the number of fields, or -EPROTO.
+ */
+static int split_status(const char *line,
+			char f[STATUS_FIELDS][STATUS_FIELD_LEN])
+{
+	static const char space[] = " \t\n\v\f\r";
+	int n = 0;
+
+	for (;;) {
+		size_t len;
+
+		line += strspn(line, space);
+		len = strcspn(line, space);
+		if (!len)
+			return n;
+		if (n == STATUS_FIELDS || len >= STATUS_FIELD_LEN)
+			return -EPROTO;
+		memcpy(f[n], line, len);
+		f[n][len] = '\0';
+		n++;
+		line += len;
+	}
+}
+
+/*
+ * The snapshot fields after the first ten (F, N of them), absent before
+ * snapshot mode; the last two (the COW device) are absent before
+ * dm-track 1.1.
+ */
+static int parse_snapshot(char f[][STATUS_FIELD_LEN], int n,
+			  struct track_dm_status *st)
+{
+	uint64_t v[4] = { 0 };
+	int i;
+
+	if (n == 0)
 		return 0;
 	if (n != 3 && n != 5)
 		return -EPROTO;
@@ -340,21 +368,28 @@ static int parse_snapshot(const char *line, struct track_dm_status *st)
 	return 0;
 }
 
-/* Parse a status line of the track target (see dm-track.rst). */
+/*
+ * Parse a status line of the track target (see dm-track.rst). A line no
+ * dm-track prints (a field missing, extra or too long, a block size that
+ * is not a power of two up to 65536 sectors, more dirty blocks than
+ * blocks) is -EPROTO.
+ */
 int trk_dm_parse_status(const char *line, struct track_dm_status *st)
 {
-	char f[10][64];
+	char f[STATUS_FIELDS][STATUS_FIELD_LEN];
 	uint64_t v[8];
-	int i;
+	int i, n;
 
 	memset(st, 0, sizeof(*st));
-	if (sscanf(line, "%63s %63s %63s %63s %63s %63s %63s %63s %63s %63s",
-		   f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8],
-		   f[9]) != 10)
+	n = split_status(line, f);
+	if (n < 10)
 		return -EPROTO;
 	for (i = 0; i < 8; i++)
 		if (parse_u64_or_dash(f[i], &v[i]))
 			return -EPROTO;
+	if (!v[0] || v[0] > 65536 || (v[0] & (v[0] - 1)) ||
+	    v[2] > v[1] || v[3] > v[1])
+		return -EPROTO;
 	st->block_size = v[0] * 512;
 	st->nr_blocks = v[1];
 	st->dirty_active = v[2];
@@ -372,7 +407,7 @@ int trk_dm_parse_status(const char *line, struct track_dm_status *st)
 	if (strlen(f[9]) >= sizeof(st->track_id))
 		return -EPROTO;
 	memcpy(st->track_id, f[9], strlen(f[9]) + 1);
-	return parse_snapshot(line, st);
+	return parse_snapshot(f + 10, n - 10, st);
 }
 
 TRACK_EXPORT int track_dm_get_status(struct track_dm *dm,
