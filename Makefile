@@ -192,7 +192,8 @@ SAN_OBJS	:= $(LIB_SRCS:libtrack/src/%.c=$(B)/san/libtrack/%.o) \
 FUZZ_LIB_OBJS	:= $(LIB_SRCS:libtrack/src/%.c=$(B)/fuzz/libtrack/%.o) \
 		   $(DM_SRCS:libtrack/src/%.c=$(B)/fuzz/libtrack/%.o)
 FUZZ_UTIL_OBJS	:= $(TOOL_UTIL_SRCS:tools/util/%.c=$(B)/fuzz/util/%.o)
-FUZZERS		:= $(B)/fuzz/fuzz_stream_read $(B)/fuzz/fuzz_dmmerge
+FUZZERS		:= $(B)/fuzz/fuzz_stream_read $(B)/fuzz/fuzz_dmmerge \
+		   $(B)/fuzz/fuzz_watch_parse $(B)/fuzz/fuzz_dm_status
 FUZZ_MINUTES	?= 1
 
 $(B)/san/libtrack/%.o: libtrack/src/%.c $(LIB_HDRS) libtrack/src/*.h \
@@ -222,6 +223,15 @@ $(B)/fuzz/util/%.o: tools/util/%.c tools/util/*.h $(LIB_HDRS) | $(DEPS_STAMP)
 $(B)/fuzz/fuzz_stream_read: fuzz/fuzz_stream_read.c $(FUZZ_LIB_OBJS)
 	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -fsanitize=fuzzer -o $@ $< \
 		$(FUZZ_LIB_OBJS) $(DEP_LIBS)
+
+$(B)/fuzz/fuzz_watch_parse: fuzz/fuzz_watch_parse.c $(FUZZ_LIB_OBJS)
+	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -fsanitize=fuzzer -o $@ $< \
+		$(FUZZ_LIB_OBJS) $(DEP_LIBS)
+
+# The status parser is internal to libtrack-dm: built with its header.
+$(B)/fuzz/fuzz_dm_status: fuzz/fuzz_dm_status.c $(FUZZ_LIB_OBJS)
+	$(SAN_CC) $(BASEFLAGS) -Ilibtrack/src $(SANFLAGS) -fsanitize=fuzzer \
+		-o $@ $< $(FUZZ_LIB_OBJS) $(DEP_LIBS)
 
 # dmmerge as it ships, its main() renamed so the fuzzer can call it
 $(B)/fuzz/fuzz_dmmerge: fuzz/fuzz_dmmerge.c tools/dmmerge.c $(FUZZ_LIB_OBJS) \

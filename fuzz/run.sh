@@ -13,13 +13,15 @@ f=$top/build/fuzz
 "$top/fuzz/make-seeds.sh" "$f/seeds" || exit 1
 mkdir -p "$f/artifacts"
 status=0
-for t in fuzz_stream_read fuzz_dmmerge; do
+for ts in fuzz_stream_read:stream fuzz_dmmerge:stream \
+	fuzz_watch_parse:watch fuzz_dm_status:dm-status; do
+	t=${ts%%:*}
 	mkdir -p "$f/corpus/$t"
 	echo "fuzz: $t for $minutes min (corpus build/fuzz/corpus/$t)"
 	nice -n 10 "$f/$t" -max_total_time=$((minutes * 60)) -timeout=60 \
 		-rss_limit_mb=2048 -max_len=262144 -close_fd_mask=2 \
 		-artifact_prefix="$f/artifacts/$t-" -print_final_stats=1 \
-		"$f/corpus/$t" "$f/seeds" 2>&1 |
+		"$f/corpus/$t" "$f/seeds/${ts#*:}" 2>&1 |
 		grep -v '^#[0-9]*	\(NEW\|REDUCE\|pulse\)'
 	[ "${PIPESTATUS[0]}" = 0 ] || status=1
 done
