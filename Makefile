@@ -65,6 +65,10 @@ ALL_A		:= $(DM_A) $(LIB_A)
 TOOL_SRCS	:= $(sort $(wildcard tools/*.c))
 TOOL_UTIL_SRCS	:= $(sort $(wildcard tools/util/*.c))
 TOOL_UTIL_OBJS	:= $(TOOL_UTIL_SRCS:tools/util/%.c=$(B)/tools/util/%.o)
+# An archive, so that a tool links only the helpers it calls: one that
+# never touches a dm device (dmmerge, uds-plus) then does not load
+# libdevmapper and its libraries (-Wl,--as-needed) when it starts.
+TOOL_UTIL_A	:= $(B)/tools/util/libtoolutil.a
 TOOLS		:= $(TOOL_SRCS:tools/%.c=$(B)/bin/%)
 
 TEST_SRCS	:= $(sort $(wildcard tests/test_*.c))
@@ -156,10 +160,14 @@ $(B)/tools/util/%.o: tools/util/%.c tools/util/*.h $(LIB_HDRS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -Itools/util $(CFLAGS) -c -o $@ $<
 
-$(B)/bin/%: tools/%.c $(ALL_A) $(TOOL_UTIL_OBJS) $(wildcard tools/util/*.h)
+$(TOOL_UTIL_A): $(TOOL_UTIL_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(B)/bin/%: tools/%.c $(ALL_A) $(TOOL_UTIL_A) $(wildcard tools/util/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) -Itools/util $(CFLAGS) -o $@ $< $(TOOL_UTIL_OBJS) \
-		$(ALL_A) $(LDFLAGS) $(DEP_LIBS)
+	$(CC) $(BASEFLAGS) -Itools/util $(CFLAGS) -o $@ $< $(TOOL_UTIL_A) \
+		$(ALL_A) $(LDFLAGS) -Wl,--as-needed $(DEP_LIBS)
 
 # --- host unit tests (cmocka) --------------------------------------------
 
@@ -341,10 +349,11 @@ $(B)/tools/uds/%.o: tools/uds/%.c tools/uds/*.h $(LIB_HDRS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -Itools/uds -Itools/util $(CFLAGS) -c -o $@ $<
 
-$(B)/bin/uds-plus: tools/uds-plus.c $(UDS_OBJS) $(ALL_A) $(TOOL_UTIL_OBJS)
+$(B)/bin/uds-plus: tools/uds-plus.c $(UDS_OBJS) $(ALL_A) $(TOOL_UTIL_A)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -Itools/uds -Itools/util $(CFLAGS) -o $@ $< \
-		$(UDS_OBJS) $(TOOL_UTIL_OBJS) $(ALL_A) $(LDFLAGS) $(DEP_LIBS)
+		$(UDS_OBJS) $(TOOL_UTIL_A) $(ALL_A) $(LDFLAGS) \
+		-Wl,--as-needed $(DEP_LIBS)
 
 $(B)/tests/test_uds_%: tests/test_uds_%.c $(UDS_OBJS) $(ALL_A) | $(DEPS_STAMP) $(DEPS_TEST)
 	@mkdir -p $(@D)
