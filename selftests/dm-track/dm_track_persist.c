@@ -394,17 +394,28 @@ TEST_F(persist, reload_away_from_the_metadata_device_invalidates_it)
 			 "stored state marked invalid");
 }
 
+/*
+ * Creating lt-other with TABLE (the kernel log marked with TAG first) must
+ * fail, and the log say WHY.
+ */
+static void other_is_refused(struct __test_metadata *_metadata,
+			     const char *table, const char *tag,
+			     const char *why)
+{
+	tt_remove("lt-other");
+	vm_kmsg_mark(tag);
+	EXPECT_NE(0, vm_run("echo '%s' | dmsetup create --noudevsync lt-other"
+			    " 2>/dev/null", table));
+	EXPECT_TRUE(vm_kmsg_has(tag, why));
+	tt_remove("lt-other");
+}
+
 /* Two devices sharing a metadata device would load each other's sets. */
 TEST_F(persist, metadata_device_of_another_track_device_is_refused)
 {
 	create(_metadata, TABLE);
-	tt_remove("lt-other");
-	vm_kmsg_mark("shared");
-	EXPECT_NE(0, vm_run("echo '0 524288 track " VM_DISK_C " 0 8 2 metadata "
-			    VM_DISK_D "' | dmsetup create --noudevsync lt-other"
-			    " 2>/dev/null"));
-	EXPECT_TRUE(vm_kmsg_has("shared", "in use by another track device"));
-	tt_remove("lt-other");
+	other_is_refused(_metadata, "0 524288 track " VM_DISK_C " 0 8 2 metadata "
+			 VM_DISK_D, "shared", "in use by another track device");
 }
 
 /*
@@ -414,20 +425,11 @@ TEST_F(persist, metadata_device_of_another_track_device_is_refused)
 TEST_F(persist, data_device_of_another_track_device_is_refused_as_metadata)
 {
 	create(_metadata, TABLE);
-	tt_remove("lt-other");
-	vm_kmsg_mark("md-on-data");
-	EXPECT_NE(0, vm_run("echo '0 524288 track " VM_DISK_C " 0 8 2 metadata "
-			    VM_DISK_B "' | dmsetup create --noudevsync lt-other"
-			    " 2>/dev/null"));
-	EXPECT_TRUE(vm_kmsg_has("md-on-data", "in use by another track device"));
-	tt_remove("lt-other");
-
-	vm_kmsg_mark("data-on-md");
-	EXPECT_NE(0, vm_run("echo '0 524288 track " VM_DISK_D " 0 8' |"
-			    " dmsetup create --noudevsync lt-other 2>/dev/null"));
-	EXPECT_TRUE(vm_kmsg_has("data-on-md",
-				"metadata or COW device of another track device"));
-	tt_remove("lt-other");
+	other_is_refused(_metadata, "0 524288 track " VM_DISK_C " 0 8 2 metadata "
+			 VM_DISK_B, "md-on-data", "in use by another track device");
+	other_is_refused(_metadata, "0 524288 track " VM_DISK_D " 0 8",
+			 "data-on-md",
+			 "metadata or COW device of another track device");
 
 	/* Both are fine once the first device is gone. */
 	tt_remove(TT_NAME);
