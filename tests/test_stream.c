@@ -778,10 +778,6 @@ static void writer_refuses_nonzero_reserved_fields(void **state)
 	struct track_stream_writer *w;
 	struct mem m = { 0 };
 
-	in.reserved1[3] = 1;
-	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w),
-			 -EINVAL);
-	in.reserved1[3] = 0;
 	in.reserved[6] = 1;
 	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w),
 			 -EINVAL);
@@ -789,7 +785,55 @@ static void writer_refuses_nonzero_reserved_fields(void **state)
 	in.reserved0 = 1;
 	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w),
 			 -EINVAL);
+	in.reserved0 = 0;
+	in.reserved1[1] = 1;
+	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w),
+			 -EINVAL);
+	in.reserved1[1] = 0;
+	/* an undo id belongs to undo streams only */
+	in.undo_id[15] = 1;
+	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w),
+			 -EINVAL);
 	assert_int_equal(m.len, 0);
+}
+
+/*
+ * An undo stream's id is written as 1.1 and read back; a stream without
+ * one stays 1.0, byte for byte what a 1.0 writer wrote.
+ */
+static void undo_id_round_trips_as_version_1_1(void **state)
+{
+	struct track_stream_info in = make_info(512, 1 << 20, TRACK_STREAM_UNDO);
+	struct track_stream_info out;
+	struct track_stream_writer *w;
+	struct mem m = { 0 };
+	unsigned char img[1 << 20];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(in.undo_id); i++)
+		in.undo_id[i] = 0xa0 + i;
+	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w), 0);
+	assert_int_equal(track_stream_writer_finish(w, NULL), 0);
+	track_stream_writer_free(w);
+	assert_int_equal(sf_get16(m.buf + SF_H_VMINOR), 1);
+	assert_memory_equal(m.buf + SF_H_UNDO_ID, in.undo_id, 16);
+	assert_int_equal(apply(&m, img, sizeof(img), &out, NULL, NULL, 0), 0);
+	assert_int_equal(out.version_minor, 1);
+	assert_memory_equal(out.undo_id, in.undo_id, 16);
+
+	/* without an id: 1.0, and the id reads back as zero */
+	memset(in.undo_id, 0, sizeof(in.undo_id));
+	free(m.buf);
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(track_stream_writer_new(&in, mem_write, &m, &w), 0);
+	assert_int_equal(track_stream_writer_finish(w, NULL), 0);
+	track_stream_writer_free(w);
+	assert_int_equal(sf_get16(m.buf + SF_H_VMINOR), 0);
+	assert_int_equal(apply(&m, img, sizeof(img), &out, NULL, NULL, 0), 0);
+	assert_int_equal(out.version_minor, 0);
+	for (i = 0; i < sizeof(out.undo_id); i++)
+		assert_int_equal(out.undo_id[i], 0);
+	free(m.buf);
 }
 
 static void data_after_the_end_record_is_refused(void **state)
@@ -1145,6 +1189,7 @@ int main(void)
 		cmocka_unit_test(truncation_anywhere_is_detected),
 		cmocka_unit_test(reader_resumes_after_eagain),
 		cmocka_unit_test(writer_refuses_nonzero_reserved_fields),
+		cmocka_unit_test(undo_id_round_trips_as_version_1_1),
 		cmocka_unit_test(data_after_the_end_record_is_refused),
 		cmocka_unit_test(each_wrong_header_field_is_named),
 		cmocka_unit_test(corrupt_header_checksum_is_refused),

@@ -35,7 +35,8 @@
 #define SF_H_NEW		48	/* u64 */
 #define SF_H_CREATED		56	/* u64 */
 #define SF_H_SOURCE		64	/* 128 bytes, NUL padded */
-#define SF_H_RESERVED		192	/* 64 bytes, zero */
+#define SF_H_UNDO_ID		192	/* 16 bytes, UNDO streams (1.1); else zero */
+#define SF_H_RESERVED		208	/* 48 bytes, zero */
 
 #define SF_FLAGS_KNOWN	(TRACK_STREAM_FULL | TRACK_STREAM_ZLIB | \
 			 TRACK_STREAM_UNDO)

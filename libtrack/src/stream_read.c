@@ -293,6 +293,8 @@ TRACK_EXPORT int track_stream_read_header(struct track_stream_reader *r,
 	in->created = sf_get64(h + SF_H_CREATED);
 	memcpy(in->source_id, h + SF_H_SOURCE, TRACK_STREAM_ID_MAX);
 	in->source_id[TRACK_STREAM_ID_MAX] = 0;
+	if (in->version_minor >= 1 && (in->flags & TRACK_STREAM_UNDO))
+		memcpy(in->undo_id, h + SF_H_UNDO_ID, sizeof(in->undo_id));
 
 	ret = -EBADMSG;
 	if (in->flags & ~SF_FLAGS_KNOWN) {

@@ -407,6 +407,9 @@ static bool info_valid(const struct track_stream_info *in)
 		return false;
 	if (in->flags & ~SF_FLAGS_KNOWN)
 		return false;
+	if (!(in->flags & TRACK_STREAM_UNDO) &&
+	    !trk_all_zero(in->undo_id, sizeof(in->undo_id)))
+		return false;
 	if (in->base_epoch > in->new_epoch ||
 	    (in->base_epoch == in->new_epoch && in->new_epoch))
 		return false;
@@ -426,8 +429,11 @@ static int wr_header(struct track_stream_writer *w)
 
 	memset(h, 0, sizeof(h));
 	memcpy(h + SF_H_MAGIC, SF_MAGIC, SF_MAGIC_LEN);
+	bool undo_id = !trk_all_zero(in->undo_id, sizeof(in->undo_id));
+
 	sf_put16(h + SF_H_VMAJOR, TRACK_STREAM_VERSION_MAJOR);
-	sf_put16(h + SF_H_VMINOR, TRACK_STREAM_VERSION_MINOR);
+	/* the oldest version that has all it uses: readers of 1.0 skip it */
+	sf_put16(h + SF_H_VMINOR, undo_id ? 1 : 0);
 	sf_put32(h + SF_H_LEN, SF_HDR_LEN);
 	sf_put32(h + SF_H_FLAGS, in->flags);
 	sf_put32(h + SF_H_BLOCK, in->block_size);
@@ -437,6 +443,8 @@ static int wr_header(struct track_stream_writer *w)
 	sf_put64(h + SF_H_CREATED, in->created);
 	memcpy(h + SF_H_SOURCE, in->source_id,
 	       strnlen(in->source_id, TRACK_STREAM_ID_MAX));
+	if (undo_id)
+		memcpy(h + SF_H_UNDO_ID, in->undo_id, sizeof(in->undo_id));
 	sf_put32(h + SF_H_CRC, trk_crc32c(0, h, SF_HDR_LEN));
 	w->digest = trk_crc32c(0, h, SF_HDR_LEN);
 	return wr_out(w, h, SF_HDR_LEN);

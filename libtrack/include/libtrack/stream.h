@@ -23,9 +23,12 @@ extern "C" {
 struct track_stream_writer;
 struct track_stream_reader;
 
-/* The format version this library writes; it reads every 1.x. */
+/*
+ * The newest format version this library writes; it reads every 1.x. A
+ * stream is written as 1.0 unless it uses something of 1.1 (an undo id).
+ */
 #define TRACK_STREAM_VERSION_MAJOR 1
-#define TRACK_STREAM_VERSION_MINOR 0
+#define TRACK_STREAM_VERSION_MINOR 1
 
 /* Header flags. */
 #define TRACK_STREAM_FULL	0x1u	/* every block is in the stream */
@@ -52,7 +55,13 @@ struct track_stream_info {
 	uint32_t reserved0;
 	char source_id[TRACK_STREAM_ID_MAX + 1]; /* printable ASCII, NUL-ended */
 	char reserved[7];
-	uint64_t reserved1[4];
+	/*
+	 * UNDO streams (1.1): random bytes that tell this undo file from any
+	 * other, which dmmerge's state file names; all zero for other
+	 * streams and for undo files written by 1.0.
+	 */
+	uint8_t undo_id[16];
+	uint64_t reserved1[2];
 };
 
 /* Record types handed out by the reader. */
