@@ -7,9 +7,9 @@
  * What must hold, besides no crash, sanitizer report or hang: whatever the
  * apply did (refused, failed half way, or succeeded on a stream whose
  * checksums the fuzz build ignores), the rollback gives back the target
- * byte for byte, and the state file its epoch (or is removed, when the
- * undo file has no epochs). That is dmmerge's promise
- * for --undo.
+ * byte for byte, and the state file its epoch, not marked unfinished (or
+ * is removed, when the undo file has no epochs). That is dmmerge's
+ * promise for --undo.
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -103,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			  NULL };
 	char *back[] = { "dmmerge", "--rollback", undo, "--state", state,
 			 target, NULL };
-	char sbuf[256];
+	char sbuf[8192];
 	int in, ret;
 	size_t n;
 
@@ -130,7 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = get_file(state, sbuf, sizeof(sbuf) - 1);
 	if (n != (size_t)-1) {
 		sbuf[n] = 0;
-		if (!strstr(sbuf, "\nepoch 1\n")) {
+		if (!strstr(sbuf, "\nepoch 1\n") ||
+		    strstr(sbuf, "\nunfinished")) {
 			fprintf(stderr, "fuzz_dmmerge: apply exited %d; after "
 				"the rollback the state file says:\n%s", ret,
 				sbuf);

@@ -24,7 +24,7 @@ BUILD="build-essential pkg-config zlib1g-dev liburing-dev libmnl-dev
 	libdevmapper-dev"
 TEST="libcmocka-dev python3 e2fsprogs util-linux syncthing curl
 	rsync python3-matplotlib clang libclang-rt-dev openssh-server
-	openssh-client iproute2 bc"
+	openssh-client iproute2 bc strace"
 VM="dmsetup xfsprogs kmod qemu-system-x86 busybox-static cpio
 	linux-source-6.12 xz-utils flex bison bc libelf-dev libssl-dev dwarves
 	ccache fio liburing-dev sqlite3"

@@ -9,6 +9,7 @@
  * contents of each batch of records are saved and synced first, so an
  * interrupted apply can be rolled back.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +48,15 @@ struct fp {			/* a fingerprinted range of bytes */
 	uint32_t crc;
 };
 
+#define UNDO_ID_LEN	16
+
+/*
+ * The state file. While an apply or a rollback is writing, it says so
+ * ("unfinished"): the target then mixes the blocks of EPOCH and of
+ * MIXED_NEW, and only the undo file MIXED_UNDO (if any) or a stream from
+ * EPOCH makes it whole; no other undo file is accepted, as rolling back
+ * any other would leave the mix under a state that names one epoch.
+ */
 struct state {
 	bool present;
 	char source_id[TRACK_STREAM_ID_MAX + 1];
@@ -54,6 +65,11 @@ struct state {
 	uint64_t device_size;
 	struct fp *fp;		/* the replica fingerprint */
 	size_t nfp;
+	bool mixed;		/* an apply or rollback did not finish */
+	uint64_t mixed_new;	/* the other epoch of the mix */
+	uint8_t mixed_undo[UNDO_ID_LEN]; /* the undo file that undoes it */
+	char mixed_path[4096];	/* and where it was, for messages */
+	uint8_t last_undo[UNDO_ID_LEN]; /* of the apply that reached epoch */
 };
 
 struct brec {			/* a record held in an --undo batch */
@@ -93,11 +109,12 @@ struct track_apply {
 	bool created;
 	bool resize;		/* size the empty file before the first write */
 	bool resized;
-	bool fp_dropped;	/* the state file's fingerprint, before writing */
+	bool marked;		/* the state file says "unfinished" */
 
 	struct state st;
 
 	/* --undo */
+	uint8_t undo_id[UNDO_ID_LEN];
 	int ufd;
 	struct track_stream_writer *uw;
 	bool undo_used;		/* a batch of old contents went to it */
@@ -151,6 +168,55 @@ static ssize_t fd_read(void *arg, void *buf, size_t len);
 
 /* --- the state file ------------------------------------------------------ */
 
+static bool id_zero(const uint8_t *id)
+{
+	return trk_all_zero(id, UNDO_ID_LEN);
+}
+
+/* An undo id as 32 lower-case hex digits into BUF (33 bytes). */
+static const char *id_format(const uint8_t *id, char *buf)
+{
+	for (int i = 0; i < UNDO_ID_LEN; i++)
+		snprintf(buf + 2 * i, 3, "%02x", id[i]);
+	return buf;
+}
+
+/* 32 hex digits at S into ID; -EINVAL if they are not. */
+static int id_parse(const char *s, uint8_t *id)
+{
+	for (int i = 0; i < UNDO_ID_LEN; i++) {
+		unsigned int v;
+		char hex[3] = { s[2 * i], s[2 * i] ? s[2 * i + 1] : 0, 0 };
+
+		if (!isxdigit((unsigned char)hex[0]) ||
+		    !isxdigit((unsigned char)hex[1]) ||
+		    sscanf(hex, "%x", &v) != 1)
+			return -EINVAL;
+		id[i] = v;
+	}
+	return 0;
+}
+
+/*
+ * Sync the directory that holds PATH, so that a file just created or
+ * renamed there survives a power loss with its name.
+ */
+static int sync_dir_of(const char *path)
+{
+	char *copy = strdup(path);
+	int dfd, ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd))
+		ret = -errno;
+	if (dfd >= 0)
+		close(dfd);
+	free(copy);
+	return ret;
+}
+
 static int state_load(struct track_apply *m, const char *path,
 		      struct state *st)
 {
@@ -199,6 +265,25 @@ static int state_load(struct track_apply *m, const char *path,
 			st->fp[st->nfp++].crc = crc;
 			continue;
 		}
+		if (!strncmp(line, "unfinished-undo ", 16)) {
+			/* the undo file's id, then its path to the end */
+			size_t n;
+
+			if (id_parse(line + 16, st->mixed_undo) ||
+			    line[16 + 2 * UNDO_ID_LEN] != ' ')
+				goto bad;
+			n = strcspn(line + 17 + 2 * UNDO_ID_LEN, "\n");
+			if (n >= sizeof(st->mixed_path))
+				goto bad;
+			memcpy(st->mixed_path, line + 17 + 2 * UNDO_ID_LEN, n);
+			st->mixed_path[n] = 0;
+			continue;
+		}
+		if (!strncmp(line, "undo-id ", 8)) {
+			if (id_parse(line + 8, st->last_undo))
+				goto bad;
+			continue;
+		}
 		if (sscanf(line, "%31s %255[ -~]", key, val) != 2)
 			goto bad;
 		if (!strcmp(key, "source-id")) {
@@ -219,10 +304,13 @@ static int state_load(struct track_apply *m, const char *path,
 		} else if (!strcmp(key, "device-size")) {
 			st->device_size = v;
 			seen |= 8;
+		} else if (!strcmp(key, "unfinished")) {
+			st->mixed = true;
+			st->mixed_new = v;
 		}
 	}
 	fclose(f);
-	if (seen != 15)
+	if (seen != 15 || (!st->mixed && !id_zero(st->mixed_undo)))
 		goto bad_closed;
 	st->present = true;
 	return 0;
@@ -240,9 +328,9 @@ static int state_save(struct track_apply *m, const char *path,
 		      const struct state *st,
 		      const char *target)
 {
-	char tmp[4096], *dir_copy;
+	char tmp[4096], id[2 * UNDO_ID_LEN + 1];
 	FILE *f;
-	int fd, dfd, ret = 0;
+	int fd, ret = 0;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -264,21 +352,25 @@ static int state_save(struct track_apply *m, const char *path,
 	for (size_t i = 0; i < st->nfp; i++)
 		fprintf(f, "fingerprint %" PRIu64 " %" PRIu64 " %08" PRIx32
 			"\n", st->fp[i].off, st->fp[i].len, st->fp[i].crc);
+	if (!id_zero(st->last_undo))
+		fprintf(f, "# the undo file of the apply that reached this "
+			"epoch\nundo-id %s\n", id_format(st->last_undo, id));
+	if (st->mixed) {
+		fprintf(f, "# an apply or rollback between this epoch and "
+			"epoch %" PRIu64 " did not finish: the target mixes "
+			"both\nunfinished %" PRIu64 "\n", st->mixed_new,
+			st->mixed_new);
+		if (!id_zero(st->mixed_undo))
+			fprintf(f, "unfinished-undo %s %s\n",
+				id_format(st->mixed_undo, id), st->mixed_path);
+	}
 	if (fflush(f) || fsync(fd)) {
 		fclose(f);
 		goto fail;
 	}
 	if (fclose(f) || rename(tmp, path))
 		goto fail;
-	dir_copy = strdup(path);
-	if (dir_copy) {
-		dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
-		free(dir_copy);
-	}
+	sync_dir_of(path);
 	return 0;
 fail:
 	ret = -errno;
@@ -476,11 +568,74 @@ static int zero_range(struct track_apply *m, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/*
+ * Before the first write to the target: the state file says the target is
+ * about to mix two epochs, and which undo file (if any) can undo that. An
+ * apply from epoch E to N leaves E mixed with N; a rollback of the apply
+ * from B to N leaves the same mix (some blocks back at B), so it moves
+ * the state to B first. Either way the fingerprint goes: this run's
+ * writes are not someone else's (a failed run refreshes it).
+ */
+static int mark_unfinished(struct track_apply *m)
+{
+	const uint8_t *undo = m->rollback ? m->info.undo_id : m->undo_id;
+	const char *path = m->rollback ? m->rollback : m->undo_path;
+	struct state *st = &m->st;
+	size_t nfp = st->nfp, i;
+	int ret;
+
+	m->marked = true;
+	if (!m->state_path || !st->present)
+		return 0;
+	if (m->rollback) {
+		if (!m->info.new_epoch) {
+			/* no epochs: the state is removed after; now */
+			if (unlink(m->state_path) && errno != ENOENT)
+				return -errno;
+			st->present = false;
+			return 0;
+		}
+		st->epoch = m->info.base_epoch;
+		memset(st->last_undo, 0, UNDO_ID_LEN);
+	}
+	/*
+	 * A stream applied on top of an unfinished run keeps the mix; its
+	 * own undo file (refused there, unless forced) would not undo the
+	 * earlier run's writes, and without one nothing undoes them.
+	 */
+	if (st->mixed && !m->rollback)
+		memset(st->mixed_undo, 0, UNDO_ID_LEN);
+	else if (undo)
+		memcpy(st->mixed_undo, undo, UNDO_ID_LEN);
+	if (!st->mixed || m->rollback) {
+		st->mixed_path[0] = 0;
+		if (path && !id_zero(st->mixed_undo) &&
+		    !realpath(path, st->mixed_path))
+			snprintf(st->mixed_path, sizeof(st->mixed_path), "%s",
+				 path);
+		for (i = 0; st->mixed_path[i]; i++)
+			if (st->mixed_path[i] == '\n')
+				st->mixed_path[i] = '?';
+	}
+	st->mixed = true;
+	st->mixed_new = m->info.new_epoch;
+	st->nfp = 0;
+	ret = state_save(m, m->state_path, st, m->target);
+	st->nfp = nfp;
+	return ret;
+}
+
 static int write_run(struct track_apply *m, uint32_t type, uint64_t first,
 		     size_t length, const void *data)
 {
 	uint64_t off = first * m->info.block_size;
 	int ret;
+
+	if (!m->marked) {
+		ret = mark_unfinished(m);
+		if (ret)
+			return ret;
+	}
 
 	/* The reader checked this; a target that shrank under us is the
 	 * only way it could fail. Never write outside the target. */
@@ -821,6 +976,13 @@ static int undo_open(struct track_apply *m)
 	if (ui.base_epoch >= ui.new_epoch)
 		ui.base_epoch = ui.new_epoch = 0;
 	ui.created = time(NULL);
+	/* its name in the state file: which undo file undoes what */
+	if (getrandom(m->undo_id, UNDO_ID_LEN, 0) != UNDO_ID_LEN) {
+		a_err(m, "no random bytes for the undo file's id: %s; nothing "
+		       "was written", strerror(errno));
+		return -EAGAIN;
+	}
+	memcpy(ui.undo_id, m->undo_id, UNDO_ID_LEN);
 	ret = undo_path_check(m);
 	if (!ret)
 		ret = undo_may_replace(m);
@@ -834,6 +996,8 @@ static int undo_open(struct track_apply *m)
 		return -errno;
 	}
 	ret = track_stream_writer_open(m->ufd, &ui, &m->uw);
+	if (!ret)
+		ret = sync_dir_of(m->undo_path);	/* before the target */
 	if (ret) {
 		a_err(m, "undo file %s: %s; nothing was written", m->undo_path,
 		       strerror(-ret));
@@ -919,19 +1083,6 @@ static int apply_record(struct track_apply *m, const struct track_stream_record 
 	ret = size_target(m);
 	if (ret)
 		return ret;
-	if (!m->fp_dropped && m->state_path && m->st.nfp) {
-		/* If this run dies half way, the fingerprint would take its
-		 * writes for someone else's: drop it until the apply ends
-		 * (it is written again then, or refreshed on a failure). */
-		size_t n = m->st.nfp;
-
-		m->st.nfp = 0;
-		ret = state_save(m, m->state_path, &m->st, m->target);
-		m->st.nfp = n;
-		if (ret)
-			return ret;
-		m->fp_dropped = true;
-	}
 	if (!m->uw)
 		return write_run(m, rec->type, rec->first, rec->length,
 				 rec->data);
@@ -1020,6 +1171,45 @@ static int read_stream_header(struct track_apply *m)
 	return 0;
 }
 
+/*
+ * The state says an earlier apply or rollback did not finish, so the
+ * target mixes epoch E and N. A stream from E (or a full one) repairs
+ * that: it rewrites every block changed since E. With --undo it would
+ * too, but its undo file would save the mix, and rolling it back would
+ * bring the mix back under a state that names E: refused unless forced.
+ */
+static int check_unfinished(struct track_apply *m)
+{
+	const struct state *st = &m->st;
+	char how[4200];
+
+	if (!st->present || !st->mixed || !m->undo_path || m->verify)
+		return 0;
+	if (!id_zero(st->mixed_undo))
+		snprintf(how, sizeof(how), "roll it back first (dmmerge "
+			 "--rollback %s --state %s %s), then run the sync "
+			 "again; or", st->mixed_path[0] ? st->mixed_path :
+			 "UNDO", m->state_path, m->target);
+	else
+		snprintf(how, sizeof(how), "no undo file undoes it, so");
+	if (m->force) {
+		a_err(m, "warning: an apply or rollback between epochs %" PRIu64
+		       " and %" PRIu64 " did not finish on %s; applying with "
+		       "--undo anyway (--force): rolling back %s brings that "
+		       "mix back", st->epoch, st->mixed_new, m->target,
+		       m->undo_path);
+		return 0;
+	}
+	a_err(m, "refusing the stream: an apply or rollback between epochs "
+	       "%" PRIu64 " and %" PRIu64 " did not finish on %s (state file "
+	       "%s), which mixes both; %s run this sync without --undo, "
+	       "which repairs the mix but keeps no way back. An undo file "
+	       "written now would save the mix, not epoch %" PRIu64
+	       ". Nothing was written", st->epoch, st->mixed_new, m->target,
+	       m->state_path, how, st->epoch);
+	return -EBUSY;
+}
+
 static int merge(struct track_apply *m)
 {
 	struct track_stream_record rec;
@@ -1047,6 +1237,8 @@ static int merge(struct track_apply *m)
 			ret = check_state(m);
 		if (!ret && m->target)
 			ret = fp_check(m);
+		if (!ret)
+			ret = check_unfinished(m);
 		if (ret)
 			goto fail;
 	}
@@ -1094,6 +1286,8 @@ static int merge(struct track_apply *m)
 			       "target is complete and synced)", m->undo_path,
 			       strerror(-ret));
 	}
+	if (m->created)
+		sync_dir_of(m->target);
 	if (m->state_path) {
 		struct state st = { .present = true };
 
@@ -1102,6 +1296,8 @@ static int merge(struct track_apply *m)
 		st.epoch = m->info.new_epoch;
 		st.block_size = m->info.block_size;
 		st.device_size = m->info.device_size;
+		if (m->uw)
+			memcpy(st.last_undo, m->undo_id, UNDO_ID_LEN);
 		ret = fp_build(m, &st);
 		if (!ret)
 			ret = state_save(m, m->state_path, &st, m->target);
@@ -1139,20 +1335,63 @@ fail:
 }
 
 /*
+ * Does the undo file end with its end record? 1 if so, 0 if it is cut
+ * short, or a negative errno (with a message) if it cannot be read.
+ */
+static int undo_complete(struct track_apply *m)
+{
+	struct track_stream_reader *r = NULL;
+	struct track_stream_record rec;
+	struct track_stream_info ui;
+	int fd, ret;
+
+	fd = open(m->rollback, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		a_err(m, "cannot open undo file %s: %s", m->rollback,
+		       strerror(errno));
+		return ret;
+	}
+	ret = track_stream_reader_new(fd_read, &fd, &r);
+	if (!ret)
+		ret = track_stream_read_header(r, &ui);
+	while (!ret && (ret = track_stream_read_record(r, &rec)) == 1)
+		ret = 0;
+	if (ret && ret != -ENODATA)
+		a_err(m, "%s: %s; nothing was written", m->rollback,
+		       r ? track_stream_reader_error(r) : strerror(-ret));
+	track_stream_reader_free(r);
+	close(fd);
+	if (ret == -ENODATA)
+		return 0;
+	return ret ? ret : 1;
+}
+
+/*
  * Does the undo file belong to the state the target is in? It undoes the
- * apply from its base epoch to its new epoch; the state must be at the new
- * epoch (that apply completed) or still at the base (it did not). An older
- * undo file would write old blocks back under a state that names a newer
- * epoch, and the next stream would be accepted on a replica that no longer
- * equals the source.
+ * apply from its base epoch to its new epoch.
+ *  - If an apply or rollback did not finish, the target mixes two epochs,
+ *    and only that run's undo file (named in the state file) restores
+ *    one: any other would leave part of the mix.
+ *  - Else the state must be at the undo file's new epoch (its apply
+ *    completed); the undo file must then be whole (a cut one would
+ *    restore only some blocks), and the one of that apply if the state
+ *    names it (another of the same epochs is stale). An older undo file
+ *    would write old blocks back under a state that names a newer epoch,
+ *    and the next stream would be accepted on a replica that no longer
+ *    equals the source.
+ *  - Undo files written before undo ids (format 1.0) are also taken at
+ *    the base epoch: that dmmerge left no mark when an apply failed.
  */
 static int rollback_check_state(struct track_apply *m)
 {
 	const struct track_stream_info *u = &m->info;
 	const struct state *st = &m->st;
+	char a[2 * UNDO_ID_LEN + 1], b[2 * UNDO_ID_LEN + 1];
+	int ret;
 
 	if (!st->present || !u->new_epoch)
-		return 0;	/* unknown epochs: the state is removed after */
+		return 0;	/* unknown epochs: the state is removed */
 	if (strcmp(st->source_id, u->source_id)) {
 		a_err(m, "refusing the rollback: undo file %s was written for a "
 		       "stream from \"%s\", but %s was last updated from "
@@ -1161,8 +1400,71 @@ static int rollback_check_state(struct track_apply *m)
 		       m->target, st->source_id, m->state_path);
 		return -EXDEV;
 	}
-	if (st->epoch == u->new_epoch || st->epoch == u->base_epoch)
+	if (st->mixed) {
+		if (!id_zero(u->undo_id) &&
+		    !memcmp(u->undo_id, st->mixed_undo, UNDO_ID_LEN))
+			return 0;
+		if (id_zero(st->mixed_undo))
+			a_err(m, "refusing the rollback: an apply between epochs "
+			       "%" PRIu64 " and %" PRIu64 " without an undo "
+			       "file did not finish on %s (state file %s), so "
+			       "it mixes both, and undo file %s cannot restore "
+			       "either. Run the sync again: a stream from epoch "
+			       "%" PRIu64 " repairs it. Nothing was written",
+			       st->epoch, st->mixed_new, m->target,
+			       m->state_path, m->rollback, st->epoch);
+		else
+			a_err(m, "refusing the rollback: an apply or rollback "
+			       "between epochs %" PRIu64 " and %" PRIu64 " did "
+			       "not finish on %s (state file %s), and only its "
+			       "own undo file restores epoch %" PRIu64 ": %s "
+			       "(id %s), not %s (id %s). Roll that one back "
+			       "first. Nothing was written", st->epoch,
+			       st->mixed_new, m->target, m->state_path,
+			       st->epoch, st->mixed_path[0] ? st->mixed_path :
+			       "?", id_format(st->mixed_undo, a), m->rollback,
+			       id_format(u->undo_id, b));
+		return -EBUSY;
+	}
+	if (st->epoch == u->new_epoch) {
+		if (!id_zero(st->last_undo) &&
+		    memcmp(u->undo_id, st->last_undo, UNDO_ID_LEN)) {
+			a_err(m, "refusing the rollback: undo file %s (id %s) "
+			       "is not the one of the apply that brought %s to "
+			       "epoch %" PRIu64 " (id %s, state file %s): it is "
+			       "a stale undo file of the same epochs and would "
+			       "restore other blocks. Nothing was written",
+			       m->rollback, id_format(u->undo_id, a), m->target,
+			       st->epoch, id_format(st->last_undo, b),
+			       m->state_path);
+			return -ESTALE;
+		}
+		ret = undo_complete(m);
+		if (ret < 0)
+			return ret;
+		if (!ret) {
+			a_err(m, "refusing the rollback: undo file %s ends "
+			       "early, but the apply it belongs to finished "
+			       "(%s is at epoch %" PRIu64 ", state file %s): "
+			       "the file is damaged (a partial copy?) and would "
+			       "restore only some of the blocks. Nothing was "
+			       "written", m->rollback, m->target, st->epoch,
+			       m->state_path);
+			return -ENODATA;
+		}
 		return 0;
+	}
+	if (st->epoch == u->base_epoch && id_zero(u->undo_id))
+		return 0;
+	if (st->epoch == u->base_epoch) {
+		a_err(m, "refusing the rollback: undo file %s undoes epoch %"
+		       PRIu64 " to %" PRIu64 ", and %s is at epoch %" PRIu64
+		       " with nothing unfinished (state file %s): it was "
+		       "rolled back already. Nothing was written", m->rollback,
+		       u->base_epoch, u->new_epoch, m->target, st->epoch,
+		       m->state_path);
+		return -EALREADY;
+	}
 	a_err(m, "refusing the rollback: undo file %s undoes epoch %" PRIu64
 	       " to %" PRIu64 ", but %s is at epoch %" PRIu64 " (state file "
 	       "%s): applies after it would be mixed with old blocks. Roll "
@@ -1171,6 +1473,48 @@ static int rollback_check_state(struct track_apply *m)
 	       "was written", m->rollback, u->base_epoch, u->new_epoch,
 	       m->target, st->epoch, m->state_path);
 	return -ESTALE;
+}
+
+/* After a rollback: the state is at the undo file's base, and whole. */
+static int rollback_state(struct track_apply *m)
+{
+	struct state *st = &m->st;
+	int ret;
+
+	if (!m->state_path || !st->present) {
+		if (m->state_path && m->marked && !m->info.new_epoch)
+			a_err(m, "state file %s removed: the undo file has no "
+			       "epochs, so the target's epoch is unknown; the "
+			       "next stream must be full (or --force)",
+			       m->state_path);
+		return 0;
+	}
+	if (!m->info.new_epoch) {
+		if (unlink(m->state_path))
+			return -errno;
+		a_err(m, "state file %s removed: the undo file has no epochs, "
+		       "so the target's epoch is unknown; the next stream must "
+		       "be full (or --force)", m->state_path);
+		return 0;
+	}
+	st->epoch = m->info.base_epoch;
+	st->mixed = false;
+	st->mixed_new = 0;
+	memset(st->mixed_undo, 0, UNDO_ID_LEN);
+	memset(st->last_undo, 0, UNDO_ID_LEN);
+	if (!st->epoch) {
+		if (unlink(m->state_path))
+			return -errno;
+		a_err(m, "state file %s removed: the epoch before the undone "
+		       "apply is unknown, so the next stream must be full",
+		       m->state_path);
+		return 0;
+	}
+	ret = fp_refresh(m);
+	if (!ret)
+		a_err(m, "state file %s now says epoch %" PRIu64, m->state_path,
+		       st->epoch);
+	return ret;
 }
 
 /* dmmerge --rollback UNDO TARGET */
@@ -1209,6 +1553,7 @@ static int rollback(struct track_apply *m)
 		if (ret)
 			return ret;
 	}
+	/* the first write marks the state unfinished (mark_unfinished) */
 	while ((ret = track_stream_read_record(m->r, &rec)) == 1) {
 		ret = write_run(m, rec.type, rec.first, rec.length, rec.data);
 		if (ret) {
@@ -1234,34 +1579,7 @@ static int rollback(struct track_apply *m)
 		a_err(m, "%s: %s", m->rollback, track_stream_reader_error(m->r));
 		return ret;
 	}
-	if (m->state_path) {
-		if (m->st.present && !strcmp(m->st.source_id,
-					     m->info.source_id) &&
-		    m->info.new_epoch && m->st.epoch == m->info.new_epoch) {
-			/* the rolled-back apply had completed */
-			m->st.epoch = m->info.base_epoch;
-			ret = m->st.epoch ? fp_refresh(m) :
-			      (unlink(m->state_path) ? -errno : 0);
-			if (ret)
-				return ret;
-			a_err(m, "state file %s now says epoch %" PRIu64 "%s",
-			       m->state_path, m->st.epoch, m->st.epoch ? "" :
-			       " (removed: the next stream must be full)");
-		} else if (m->st.present && !m->info.new_epoch) {
-			if (unlink(m->state_path))
-				return -errno;
-			a_err(m, "state file %s removed: the undo file has no "
-			       "epochs, so the target's epoch is unknown; the "
-			       "next stream must be full (or --force)",
-			       m->state_path);
-		} else if (m->st.present && m->st.nfp && m->written) {
-			/* an apply that never completed: same epoch */
-			ret = fp_refresh(m);
-			if (ret)
-				return ret;
-		}
-	}
-	return 0;
+	return rollback_state(m);
 }
 
 /* --- the API ------------------------------------------------------------- */
