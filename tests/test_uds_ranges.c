@@ -10,7 +10,9 @@
  * What it proves: with ranges, a push reads and writes only the changed
  * bytes of a large file, truncation and growth come through, and a
  * modification without a range (a write path that does not know) falls
- * back to the block delta; SYNCFOLDER ends equal to SAVINGBOX every time.
+ * back to the block delta; a write whose event was lost in a queue
+ * overflow, or that went through another name of the file, is pushed all
+ * the same; SYNCFOLDER ends equal to SAVINGBOX every time.
  */
 /* wrap: -Wl,--wrap=inotify_init1 -Wl,--wrap=read */
 #include <errno.h>
@@ -45,6 +47,8 @@ struct pending_range {
 };
 static struct pending_range queue[4096];
 static size_t queued;
+/* The next plain IN_MODIFY of this name is lost: an overflow instead. */
+static char lose_name[256];
 
 int __wrap_inotify_init1(int flags)
 {
@@ -124,6 +128,15 @@ ssize_t __wrap_read(int fd, void *buf, size_t n)
 				done = true;
 			}
 		}
+		if (!done && lose_name[0] && (e.mask & IN_MODIFY) &&
+		    !strcmp(lose_name, e.name)) {
+			struct track_inotify_event ov = {
+				.wd = -1, .mask = IN_Q_OVERFLOW, .name = "" };
+
+			lose_name[0] = 0;
+			o += put_event(out + o, &ov, false, 0, 0);
+			done = true;
+		}
 		if (!done)
 			o += put_event(out + o, &e, false, 0, 0);
 	}
@@ -162,6 +175,7 @@ static int setup(void **state)
 		return -1;
 	nr_ranged = 0;
 	queued = 0;
+	lose_name[0] = 0;
 	config_defaults(&f->cfg);
 	f->cfg.savingbox = strdup(f->s);
 	f->cfg.syncfolder = strdup(f->d);
@@ -342,6 +356,49 @@ static void overlapping_writes_merge_into_one_range(void **state)
 	assert_true(f->u.st.bytes_pushed - pushed0 <= 200);
 }
 
+/*
+ * A write whose range is pending, then one whose event the queue lost:
+ * the rescan after the overflow must not take the pending range for all
+ * that changed.
+ */
+static void a_write_lost_in_an_overflow_is_pushed_too(void **state)
+{
+	struct fx *f = *state;
+	uint64_t rescans0;
+
+	write_file(f, "db", 256 * 1024);
+	run_until_synced(f, "db");
+	rescans0 = f->u.st.rescans;
+	pwrite_at(f, "db", 1000, 100, true);
+	uds_step(&f->u, -1, 0);		/* its range is read: pending */
+	assert_non_null(hmap_get(&f->u.ldirty, "db"));
+	strcpy(lose_name, "db");
+	pwrite_at(f, "db", 100000, 100, false);
+	run_until_synced(f, "db");
+	assert_true(f->u.st.rescans > rescans0);
+}
+
+/*
+ * Two names of one file: a write through "b" is reported for "b" only,
+ * so a later range of "a" is not all that changed in "a".
+ */
+static void a_write_through_another_name_is_pushed_too(void **state)
+{
+	struct fx *f = *state;
+	char a[256], b[256];
+
+	write_file(f, "a", 64 * 1024);
+	run_until_synced(f, "a");
+	snprintf(a, sizeof(a), "%s/a", f->s);
+	snprintf(b, sizeof(b), "%s/b", f->s);
+	assert_int_equal(link(a, b), 0);
+	run_until_synced(f, "b");
+	pwrite_at(f, "b", 5000, 100, true);
+	run_until_synced(f, "b");
+	pwrite_at(f, "a", 40000, 100, true);
+	run_until_synced(f, "a");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +408,8 @@ int main(void)
 		T(truncation_and_growth_come_through),
 		T(a_write_without_a_range_falls_back_to_the_delta),
 		T(overlapping_writes_merge_into_one_range),
+		T(a_write_lost_in_an_overflow_is_pushed_too),
+		T(a_write_through_another_name_is_pushed_too),
 #undef T
 	};
 

@@ -38,6 +38,7 @@ void snap_from_stat(struct snap *s, const struct stat *st)
 	else
 		s->type = 'o';
 	s->mode = st->st_mode & 07777;
+	s->nlink = (uint32_t)st->st_nlink;
 	s->size = (uint64_t)st->st_size;
 	s->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 +
 		      st->st_mtim.tv_nsec;

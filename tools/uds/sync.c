@@ -1169,8 +1169,10 @@ static int sync_path(struct uds *u, const char *p, int allow,
 		if (ls.type != 'f' || !b || b->s.ino != ls.ino ||
 		    (flags & LD_WHOLE) || !(flags & (LD_RANGES | LD_ATTR)))
 			how = C_WHOLE;
-		else if (flags & LD_RANGES)
+		else if ((flags & LD_RANGES) && ls.nlink <= 1)
 			how = C_RANGES;
+		else if (flags & LD_RANGES)
+			how = C_WHOLE;	/* written through another name too? */
 		else if (ls.size == bs->size && ls.mtime_ns == bs->mtime_ns)
 			how = C_NONE;	/* chmod, chown, link count */
 		else
@@ -1605,8 +1607,14 @@ static void scan_dir(struct scan *sc, const char *rel, int sdir, int ddir)
 					  AT_SYMLINK_NOFOLLOW))
 			snap_from_stat(&rs, &st);
 		b = base_get(u, p);
+		/*
+		 * A file that differs from what was last pushed: its pending
+		 * ranges, if any, may not be all that changed (an event lost
+		 * in an overflow, a store through mmap): compare it whole.
+		 */
 		if (sc->local && !snap_eq(&ls, b ? &b->s : &no_snap))
-			uds_mark_local(u, p, LD_CHECK);
+			uds_mark_local(u, p, ls.type == 'f' ? LD_CHECK | LD_WHOLE :
+				       LD_CHECK);
 		if (sc->remote && !snap_eq(&rs, b ? &b->d : &no_snap))
 			uds_mark_remote(u, p);
 		if (sc->startup && b && b->racy && ls.type == 'f' &&

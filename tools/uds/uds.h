@@ -86,6 +86,7 @@ struct snap {
 	int64_t mtime_ns;
 	int64_t ctime_ns;
 	uint64_t ino;
+	uint32_t nlink;		/* not compared, not kept in the journal */
 };
 
 void snap_from_stat(struct snap *s, const struct stat *st);
