@@ -2,7 +2,7 @@
 # Renames and deletes of files and trees: renames are replayed as renames
 # in SYNCFOLDER (the same inode: nothing copied again, so the cloud client
 # sees a move); deletes remove only what was synced; modes and mtimes
-# follow.
+# follow; a rename right after a pull is not taken for the pull's echo.
 UDS_T=${UDS_T:-0.3}
 UDS_F=${UDS_F:-1.5}
 . "$(dirname "$0")/lib.sh"
@@ -55,5 +55,18 @@ check "a tree moved in is created" [ -f "$D/tree/file" ]
 check "modes follow" [ "$(stat -c %a "$D/c")" = 700 ]
 check "mtimes follow" \
 	[ "$(stat -c %Y "$D/big2.bin")" = "$(stat -c %Y "$S/big2.bin")" ]
+# A directory moved over an empty one just brought back from SYNCFOLDER,
+# inside the 3 s in which uds-plus takes events there for its own echo.
+mkdir "$S/y" && echo yy >"$S/y/f"
+uds_wait_synced || not_ok "y is synced"
+mkdir "$D/x"
+_i=0
+while [ ! -d "$S/x" ] && [ $_i -lt 300 ]; do sleep 0.02; _i=$((_i + 1)); done
+mv -T "$S/y" "$S/x"
+if uds_wait_synced 20; then
+	ok "a directory moved over one just pulled is moved in SYNCFOLDER"
+else
+	not_ok "a directory moved over one just pulled is moved in SYNCFOLDER"
+fi
 check "uds-plus exits cleanly on SIGTERM" uds_stop
 done_testing

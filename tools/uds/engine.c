@@ -303,7 +303,12 @@ static void local_event(struct uds *u, const struct track_event *ev)
 		} else if (uds_ignored(u, p)) {
 			uds_mark_local(u, ev->old_path, LD_CHECK);
 		} else {
-			if (own_echo(u, p))
+			/*
+			 * Ours only if what was renamed is not something we
+			 * had synced: a directory moved over one just pulled
+			 * can look like it (type and mode).
+			 */
+			if (own_echo(u, p) && !hmap_get(&u->base, ev->old_path))
 				return;
 			uds_local_rename(u, ev->old_path, p, isdir);
 		}

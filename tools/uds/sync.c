@@ -1355,6 +1355,14 @@ static int replay_renames(struct uds *u, bool local, struct pass *ps)
 				pass_wrote(u, ps, local, v[i].from);
 				pass_wrote(u, ps, local, v[i].to);
 				err = 0;
+			} else if (!err) {
+				/*
+				 * Not replayed (say, moved over a directory
+				 * the other side has): what the moved tree
+				 * holds must be synced one by one.
+				 */
+				mark_tree(u, local ? u->sfd : u->dfd, v[i].to,
+					  local);
 			}
 		}
 		free(v[i].from);
