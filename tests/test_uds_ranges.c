@@ -260,6 +260,13 @@ static void write_file(struct fx *f, const char *name, uint64_t size)
 	free(buf);
 }
 
+/* A new file NAME of SIZE random bytes, synced. */
+static void write_synced(struct fx *f, const char *name, uint64_t size)
+{
+	write_file(f, name, size);
+	run_until_synced(f, name);
+}
+
 static void pwrite_at(struct fx *f, const char *name, uint64_t off,
 		      size_t len, bool tell)
 {
@@ -292,8 +299,7 @@ static void small_writes_read_and_write_only_what_changed(void **state)
 	const uint64_t size = 8 << 20;
 	uint64_t read0, pushed0;
 
-	write_file(f, "disk.img", size);
-	run_until_synced(f, "disk.img");
+	write_synced(f, "disk.img", size);
 	read0 = f->u.st.bytes_read;
 	pushed0 = f->u.st.bytes_pushed;
 	for (int i = 0; i < 20; i++)
@@ -310,8 +316,7 @@ static void truncation_and_growth_come_through(void **state)
 	char path[256];
 	uint64_t read0;
 
-	write_file(f, "log", 1 << 20);
-	run_until_synced(f, "log");
+	write_synced(f, "log", 1 << 20);
 	snprintf(path, sizeof(path), "%s/log", f->s);
 	/* The kernel reports [new size, old size) for a shrink. */
 	expect_range("log", 4096, (1 << 20) - 4096);
@@ -330,8 +335,7 @@ static void a_write_without_a_range_falls_back_to_the_delta(void **state)
 	const uint64_t size = 1 << 20;
 	uint64_t read0, pushed0;
 
-	write_file(f, "doc", size);
-	run_until_synced(f, "doc");
+	write_synced(f, "doc", size);
 	read0 = f->u.st.bytes_read;
 	pushed0 = f->u.st.bytes_pushed;
 	pwrite_at(f, "doc", 777777, 10, false);
@@ -346,8 +350,7 @@ static void overlapping_writes_merge_into_one_range(void **state)
 	struct fx *f = *state;
 	uint64_t pushed0;
 
-	write_file(f, "db", 256 * 1024);
-	run_until_synced(f, "db");
+	write_synced(f, "db", 256 * 1024);
 	pushed0 = f->u.st.bytes_pushed;
 	pwrite_at(f, "db", 1000, 100, true);
 	pwrite_at(f, "db", 1050, 100, true);	/* overlaps */
@@ -366,8 +369,7 @@ static void a_write_lost_in_an_overflow_is_pushed_too(void **state)
 	struct fx *f = *state;
 	uint64_t rescans0;
 
-	write_file(f, "db", 256 * 1024);
-	run_until_synced(f, "db");
+	write_synced(f, "db", 256 * 1024);
 	rescans0 = f->u.st.rescans;
 	pwrite_at(f, "db", 1000, 100, true);
 	uds_step(&f->u, -1, 0);		/* its range is read: pending */
@@ -387,8 +389,7 @@ static void a_write_through_another_name_is_pushed_too(void **state)
 	struct fx *f = *state;
 	char a[256], b[256];
 
-	write_file(f, "a", 64 * 1024);
-	run_until_synced(f, "a");
+	write_synced(f, "a", 64 * 1024);
 	snprintf(a, sizeof(a), "%s/a", f->s);
 	snprintf(b, sizeof(b), "%s/b", f->s);
 	assert_int_equal(link(a, b), 0);
