@@ -425,12 +425,11 @@ static bool info_valid(const struct track_stream_info *in)
 static int wr_header(struct track_stream_writer *w)
 {
 	const struct track_stream_info *in = &w->info;
+	bool undo_id = !trk_all_zero(in->undo_id, sizeof(in->undo_id));
 	unsigned char h[SF_HDR_LEN];
 
 	memset(h, 0, sizeof(h));
 	memcpy(h + SF_H_MAGIC, SF_MAGIC, SF_MAGIC_LEN);
-	bool undo_id = !trk_all_zero(in->undo_id, sizeof(in->undo_id));
-
 	sf_put16(h + SF_H_VMAJOR, TRACK_STREAM_VERSION_MAJOR);
 	/* the oldest version that has all it uses: readers of 1.0 skip it */
 	sf_put16(h + SF_H_VMINOR, undo_id ? 1 : 0);
