@@ -589,10 +589,9 @@ static int mark_unfinished(struct track_apply *m)
 		return 0;
 	if (m->rollback) {
 		if (!m->info.new_epoch) {
-			/* no epochs: the state is removed after; now */
+			/* no epochs: rollback_state() says it is removed */
 			if (unlink(m->state_path) && errno != ENOENT)
 				return -errno;
-			st->present = false;
 			return 0;
 		}
 		st->epoch = m->info.base_epoch;
@@ -605,7 +604,7 @@ static int mark_unfinished(struct track_apply *m)
 	 */
 	if (st->mixed && !m->rollback)
 		memset(st->mixed_undo, 0, UNDO_ID_LEN);
-	else if (undo)
+	else
 		memcpy(st->mixed_undo, undo, UNDO_ID_LEN);
 	if (!st->mixed || m->rollback) {
 		st->mixed_path[0] = 0;
@@ -1447,9 +1446,10 @@ static int rollback_check_state(struct track_apply *m)
 			       "early, but the apply it belongs to finished "
 			       "(%s is at epoch %" PRIu64 ", state file %s): "
 			       "the file is damaged (a partial copy?) and would "
-			       "restore only some of the blocks. Nothing was "
-			       "written", m->rollback, m->target, st->epoch,
-			       m->state_path);
+			       "restore only some of the blocks. Roll back with "
+			       "a whole copy of it, or keep the replica at epoch "
+			       "%" PRIu64 ". Nothing was written", m->rollback,
+			       m->target, st->epoch, m->state_path, st->epoch);
 			return -ENODATA;
 		}
 		return 0;
@@ -1481,16 +1481,11 @@ static int rollback_state(struct track_apply *m)
 	struct state *st = &m->st;
 	int ret;
 
-	if (!m->state_path || !st->present) {
-		if (m->state_path && m->marked && !m->info.new_epoch)
-			a_err(m, "state file %s removed: the undo file has no "
-			       "epochs, so the target's epoch is unknown; the "
-			       "next stream must be full (or --force)",
-			       m->state_path);
+	if (!m->state_path || !st->present)
 		return 0;
-	}
 	if (!m->info.new_epoch) {
-		if (unlink(m->state_path))
+		/* mark_unfinished() removed it already if anything was written */
+		if (unlink(m->state_path) && errno != ENOENT)
 			return -errno;
 		a_err(m, "state file %s removed: the undo file has no epochs, "
 		       "so the target's epoch is unknown; the next stream must "
