@@ -1169,10 +1169,8 @@ static int sync_path(struct uds *u, const char *p, int allow,
 		if (ls.type != 'f' || !b || b->s.ino != ls.ino ||
 		    (flags & LD_WHOLE) || !(flags & (LD_RANGES | LD_ATTR)))
 			how = C_WHOLE;
-		else if ((flags & LD_RANGES) && ls.nlink <= 1)
-			how = C_RANGES;
-		else if (flags & LD_RANGES)
-			how = C_WHOLE;	/* written through another name too? */
+		else if (flags & LD_RANGES)	/* another name written too? */
+			how = ls.nlink > 1 ? C_WHOLE : C_RANGES;
 		else if (ls.size == bs->size && ls.mtime_ns == bs->mtime_ns)
 			how = C_NONE;	/* chmod, chown, link count */
 		else
